@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gpulab/engine"
+)
+
+// fakeCase runs in a fixed time and checks against a fixed error.
+func fakeCase(variant string, d time.Duration, relErr float64, baseline bool) Case {
+	return Case{
+		Variant: variant, Baseline: baseline, Params: Params{"n": 10}, Flops: 2e6, Bytes: 1e6, Tol: 1e-6,
+		Run:   func() (time.Duration, error) { return d, nil },
+		Check: func() (float64, error) { return relErr, nil },
+	}
+}
+
+func TestMeasure(t *testing.T) {
+	r := Measure(fakeCase("a", 2*time.Millisecond, 0, false), Options{MinReps: 3, MaxReps: 7, MinTime: time.Second})
+	if r.Reps != 7 || r.MedianMS != 2 || r.MinMS != 2 || !r.OK {
+		t.Errorf("record %+v", r)
+	}
+	if math.Abs(r.GFLOPS-1) > 1e-9 || math.Abs(r.GBps-0.5) > 1e-9 || r.Intensity != 2 {
+		t.Errorf("throughput %+v", r)
+	}
+	for _, tc := range []struct {
+		relErr float64
+		err    string
+	}{{1e-3, "exceeds"}, {math.Inf(1), "NaN or Inf"}, {math.NaN(), "NaN or Inf"}} {
+		r := Measure(fakeCase("bad", time.Millisecond, tc.relErr, false), Options{})
+		if r.OK || !strings.Contains(r.Error, tc.err) {
+			t.Errorf("relErr %v: ok=%v error=%q", tc.relErr, r.OK, r.Error)
+		}
+	}
+}
+
+func TestRunSpeedupsAndVariants(t *testing.T) {
+	suite := Suite{Name: "fake", Cases: func(*engine.Device, string) ([]Case, func(), error) {
+		return []Case{fakeCase("base", 4*time.Millisecond, 0, true), fakeCase("fast", time.Millisecond, 0, false),
+			fakeCase("slow", 8*time.Millisecond, 0, false)}, nil, nil
+	}}
+	dev := &engine.Device{Info: engine.Info{ID: "cpu", Name: "test", PeakGFLOPS: 10, PeakGBps: 1}}
+	recs, err := Run(suite, dev, []string{"1"}, Options{MinTime: time.Millisecond})
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%v %v", recs, err)
+	}
+	if recs[1].Speedup != 4 || recs[1].PctOfBaseline != 400 || recs[2].Speedup != 0.5 || recs[0].Baseline != "base" {
+		t.Errorf("speedups %+v", recs)
+	}
+	if recs[1].PctPeakGFLOPS != 20 || recs[1].PctPeakGBps != 100 {
+		t.Errorf("peaks %+v", recs[1])
+	}
+	if tab := Table(recs); !strings.Contains(tab, "4.00x") || !strings.Contains(tab, "(baseline)") {
+		t.Errorf("table:\n%s", tab)
+	}
+	recs, _ = Run(suite, dev, []string{"1"}, Options{Variants: []string{"slow"}, MinTime: time.Millisecond})
+	if len(recs) != 2 || recs[0].Variant != "base" || recs[1].Variant != "slow" {
+		t.Errorf("variant filter kept %v", recs)
+	}
+	if Failed(recs) != nil {
+		t.Error("Failed on passing records")
+	}
+}
+
+func TestMaxRelErr(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, tc := range []struct {
+		got, want []float32
+		out       float64
+	}{
+		{[]float32{1, 2}, []float32{1, 2}, 0},
+		{[]float32{1, 2.5}, []float32{1, 2}, 0.25},
+		{[]float32{0.5}, []float32{0}, 0.5},
+		{[]float32{nan}, []float32{1}, math.Inf(1)},
+		{[]float32{1}, []float32{nan}, math.Inf(1)},
+		{[]float32{nan}, []float32{nan}, 0},
+		{[]float32{inf}, []float32{inf}, 0},
+		{[]float32{-inf}, []float32{inf}, math.Inf(1)},
+		{[]float32{1}, []float32{1, 2}, math.Inf(1)},
+	} {
+		if got := MaxRelErr(tc.got, tc.want); got != tc.out {
+			t.Errorf("MaxRelErr(%v, %v) = %v, want %v", tc.got, tc.want, got, tc.out)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for _, tc := range []struct {
+		in  string
+		out int
+	}{{"4096", 4096}, {"64K", 64 << 10}, {"256M", 256 << 20}, {"1G", 1 << 30}, {"1GiB", 1 << 30}, {"1.5k", 1536}} {
+		if got, err := ParseBytes(tc.in); err != nil || got != tc.out {
+			t.Errorf("ParseBytes(%q) = %d, %v", tc.in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1", "x", "12Q", "1e30"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+	if FormatBytes(1536) != "1.5K" || FormatBytes(1<<30) != "1G" || FormatBytes(100) != "100" {
+		t.Error("FormatBytes")
+	}
+}
+
+func TestJSONRoundTripIsAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	recs := []Record{{Suite: "s", Variant: "v", Device: "cpu", Params: Params{"bytes": 4}, OK: true, MedianMS: 1.5}}
+	if err := WriteJSON(path, recs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadJSON(path)
+	if err != nil || len(got) != 1 || got[0].MedianMS != 1.5 || got[0].Params["bytes"] != 4.0 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if err := WriteJSON(filepath.Join(dir, "missing", "r.json"), recs); err == nil {
+		t.Error("write into a missing dir succeeded")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("left files behind: %v", entries)
+	}
+	data, _ := os.ReadFile(path)
+	for _, key := range []string{`"suite"`, `"variant"`, `"device"`, `"params"`, `"median_ms"`, `"max_rel_err"`, `"ok"`, `"commit"`, `"date"`, `"device_name"`} {
+		if !strings.Contains(string(data), key) {
+			t.Errorf("JSON lacks %s", key)
+		}
+	}
+}
+
+func TestLookupUnknown(t *testing.T) {
+	Register(Suite{Name: "known"})
+	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "known") {
+		t.Errorf("Lookup: %v", err)
+	}
+}

@@ -1,0 +1,206 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+)
+
+// MaxRelErr compares got with want element by element and returns the largest
+// max |got-want| / max(|want|, 1). A NaN or Inf in got where want is finite,
+// or a finite value where want is NaN or Inf, returns +Inf: non-finite values
+// must propagate exactly as they do in the reference, never pass silently.
+func MaxRelErr(got, want []float32) float64 {
+	if len(got) != len(want) {
+		return math.Inf(1)
+	}
+	e := 0.0
+	for i := range want {
+		g, w := float64(got[i]), float64(want[i])
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			if !(math.IsNaN(w) && math.IsNaN(g)) && g != w {
+				return math.Inf(1)
+			}
+			continue
+		}
+		if math.IsNaN(g) || math.IsInf(g, 0) {
+			return math.Inf(1)
+		}
+		e = math.Max(e, math.Abs(g-w)/math.Max(math.Abs(w), 1))
+	}
+	return e
+}
+
+// ParseBytes reads a size such as "4096", "64K", "256M" or "1G" (binary units).
+func ParseBytes(s string) (int, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := 1
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K':
+			mult, t = 1<<10, t[:n-1]
+		case 'M':
+			mult, t = 1<<20, t[:n-1]
+		case 'G':
+			mult, t = 1<<30, t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 || v*float64(mult) > math.MaxInt32*float64(1<<16) {
+		return 0, fmt.Errorf("size %q: want a positive number of bytes such as 4096, 64K, 256M or 1G", s)
+	}
+	return int(v * float64(mult)), nil
+}
+
+// FormatBytes writes n with a binary unit: 1536 -> "1.5K".
+func FormatBytes(n float64) string {
+	for _, u := range []struct {
+		unit string
+		size float64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.size {
+			return strconv.FormatFloat(n/u.size, 'f', -1, 64) + u.unit
+		}
+	}
+	return strconv.FormatFloat(n, 'f', -1, 64)
+}
+
+var (
+	commitOnce sync.Once
+	commit     string
+)
+
+// Commit identifies the code that produced a record: $GPULAB_COMMIT, else the
+// VCS revision stamped into the binary by go build, else `git rev-parse`,
+// else "unknown". A "-dirty" suffix marks uncommitted changes.
+func Commit() string {
+	commitOnce.Do(func() {
+		if c := os.Getenv("GPULAB_COMMIT"); c != "" {
+			commit = c
+			return
+		}
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			var rev, dirty string
+			for _, s := range bi.Settings {
+				switch {
+				case s.Key == "vcs.revision":
+					rev = s.Value
+				case s.Key == "vcs.modified" && s.Value == "true":
+					dirty = "-dirty"
+				}
+			}
+			if rev != "" {
+				commit = rev[:min(12, len(rev))] + dirty
+				return
+			}
+		}
+		if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+			commit = strings.TrimSpace(string(out))
+			if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+				commit += "-dirty"
+			}
+			return
+		}
+		commit = "unknown"
+	})
+	return commit
+}
+
+// Table formats records as an aligned text table, one row per record.
+func Table(recs []Record) string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "suite\tdevice\tsize\tvariant\tmedian ms\tGB/s\tGFLOP/s\t% peak\tvs baseline\tmax rel err\tok\t")
+	for _, r := range recs {
+		pct := r.PctPeakGBps
+		if r.PctPeakGFLOPS > pct {
+			pct = r.PctPeakGFLOPS
+		}
+		ok := "ok"
+		if !r.OK {
+			ok = "FAIL"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2g\t%s\t\n", r.Suite, r.Device, r.Size, r.Variant,
+			num(r.MedianMS, 4), num(r.GBps, 1), num(r.GFLOPS, 1), pctStr(pct), speedup(r), r.MaxRelErr, ok)
+	}
+	w.Flush()
+	for _, r := range recs {
+		if r.Error != "" {
+			fmt.Fprintf(&b, "%s/%s size %s: %s\n", r.Suite, r.Variant, r.Size, r.Error)
+		}
+	}
+	return b.String()
+}
+
+func num(v float64, prec int) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
+}
+
+func pctStr(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", v)
+}
+
+func speedup(r Record) string {
+	if r.Speedup == 0 {
+		return "-"
+	}
+	if r.Variant == r.Baseline {
+		return "(baseline)"
+	}
+	return fmt.Sprintf("%.2fx", r.Speedup)
+}
+
+// WriteJSON writes records as an indented JSON array. It writes a temporary
+// file next to path and renames it, so a failure never leaves half a file.
+func WriteJSON(path string, recs []Record) error {
+	data, err := json.MarshalIndent(recs, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bench: encode records: %w", err)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("bench: write %s: %w", path, err)
+	}
+	_, werr := tmp.Write(append(data, '\n'))
+	cerr := tmp.Close()
+	if werr == nil && cerr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("bench: write %s: %w", path, werr)
+	}
+	return nil
+}
+
+// ReadJSON reads records written by WriteJSON.
+func ReadJSON(path string) ([]Record, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var recs []Record
+	if err := json.Unmarshal(data, &recs); err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", path, err)
+	}
+	return recs, nil
+}

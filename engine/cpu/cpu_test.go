@@ -1,0 +1,59 @@
+package cpu
+
+import (
+	"sync/atomic"
+	"testing"
+)
+
+func TestParallelCoversEachIndexOnce(t *testing.T) {
+	for _, tc := range []struct{ n, grain int }{{0, 1}, {1, 1}, {7, 3}, {1000, 64}, {4097, 4096}, {100003, 4096}} {
+		hits := make([]atomic.Int32, tc.n)
+		Parallel(tc.n, tc.grain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				hits[i].Add(1)
+			}
+		})
+		for i := range hits {
+			if h := hits[i].Load(); h != 1 {
+				t.Fatalf("n=%d grain=%d: index %d visited %d times", tc.n, tc.grain, i, h)
+			}
+		}
+	}
+}
+
+func TestKernels(t *testing.T) {
+	for _, n := range []int{1, 1000, 1<<16 + 5} {
+		a, b, c := make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range a {
+			a[i], b[i] = float32(i)*0.5, float32(n-i)
+		}
+		VecAdd(c, a, b)
+		for i := range c {
+			if c[i] != a[i]+b[i] {
+				t.Fatalf("VecAdd n=%d: c[%d]=%v", n, i, c[i])
+			}
+		}
+		Saxpy(c, 3, a, b)
+		for i := range c {
+			if want := 3*a[i] + b[i]; c[i] != want {
+				t.Fatalf("Saxpy n=%d: c[%d]=%v want %v", n, i, c[i], want)
+			}
+		}
+		if Copy(c, a) != n {
+			t.Fatal("Copy count")
+		}
+		for i := range c {
+			if c[i] != a[i] {
+				t.Fatalf("Copy n=%d: c[%d]", n, i)
+			}
+		}
+	}
+}
+
+func TestHost(t *testing.T) {
+	h := Host()
+	t.Logf("%+v peak %.0f GFLOP/s", h, h.PeakGFLOPS())
+	if h.Threads < 1 || h.Model == "" {
+		t.Errorf("host info %+v", h)
+	}
+}

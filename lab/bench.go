@@ -1,0 +1,86 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"gpulab/engine"
+	"gpulab/engine/bench"
+)
+
+func benchCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	device := fs.String("device", "cpu", "device id (lab devices lists them)")
+	sizes := fs.String("size", "", "comma-separated sizes (suite-specific, e.g. 64M for bandwidth suites); default: the suite's sweep for the device")
+	variants := fs.String("variants", "", "comma-separated variants to run (the baseline always runs); default: all")
+	jsonPath := fs.String("json", "", "also write the records to this JSON file")
+	list := fs.Bool("list", false, "list the suites and exit")
+	warmup := fs.Int("warmup", 2, "untimed runs before timing")
+	minReps := fs.Int("reps", 5, "at least this many timed runs")
+	minTime := fs.Duration("min-time", 200*time.Millisecond, "repeat until this much device time is spent")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab bench SUITE [--device ID] [--size S,S,...] [--variants V,...] [--json FILE]")
+		fs.PrintDefaults()
+	}
+	// Allow the suite name before or after the flags.
+	var name string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *list {
+		for _, s := range bench.Suites() {
+			fmt.Fprintf(stdout, "%-10s %s\n", s.Name, s.Doc)
+		}
+		return nil
+	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+	}
+	if name == "" {
+		fs.Usage()
+		return usageError{fmt.Errorf("no suite named (lab bench --list)")}
+	}
+	suite, err := bench.Lookup(name)
+	if err != nil {
+		return usageError{err}
+	}
+	dev, err := engine.Open(*device)
+	if err != nil {
+		return usageError{err}
+	}
+	defer dev.Close()
+	opt := bench.Options{Warmup: *warmup, MinReps: *minReps, MinTime: *minTime, Variants: split(*variants), Progress: os.Stderr}
+	recs, err := bench.Run(suite, dev, split(*sizes), opt)
+	if len(recs) > 0 {
+		fmt.Fprintf(stdout, "%s on %s (%s), commit %s\n", suite.Name, dev.ID, dev.Name, bench.Commit())
+		fmt.Fprint(stdout, bench.Table(recs))
+	}
+	if err != nil {
+		return err
+	}
+	if *jsonPath != "" {
+		if err := bench.WriteJSON(*jsonPath, recs); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %d records to %s\n", len(recs), *jsonPath)
+	}
+	return bench.Failed(recs)
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

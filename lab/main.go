@@ -1,0 +1,61 @@
+// Command lab is gpulab's command line: list devices and run benchmark suites.
+//
+//	go run ./lab devices [--json] [--verbose]
+//	go run ./lab bench SUITE [--device ID] [--size S,S,...] [--variants V,...] [--json FILE]
+//	go run ./lab bench --list
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	_ "gpulab/engine/bandwidth" // registers the copy, vecadd and saxpy suites
+)
+
+const usage = `lab: gpulab's command line.
+
+Usage:
+  lab devices [--json] [--verbose]     list every usable device and its peaks
+  lab bench SUITE [flags]               run a benchmark suite (lab bench --help)
+  lab bench --list                      list the suites
+
+Device ids select a device everywhere: cpu, opencl:P:D, cuda:N.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command and returns the exit status: 0 success, 1 a
+// failure (including benchmark checks that did not pass), 2 bad usage.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "devices":
+		err = devicesCmd(args[1:], stdout, stderr)
+	case "bench":
+		err = benchCmd(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "lab: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lab %s: %v\n", args[0], err)
+		if _, ok := err.(usageError); ok {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// usageError marks errors in how the command was called.
+type usageError struct{ error }
