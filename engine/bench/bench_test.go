@@ -58,6 +58,9 @@ func TestRunSpeedupsAndVariants(t *testing.T) {
 	if tab := Table(recs); !strings.Contains(tab, "4.00x") || !strings.Contains(tab, "(baseline)") {
 		t.Errorf("table:\n%s", tab)
 	}
+	if md := Markdown(recs); !strings.Contains(md, "| fake | cpu | 1 | fast |") || !strings.Contains(md, "| ---: |") {
+		t.Errorf("markdown:\n%s", md)
+	}
 	recs, _ = Run(suite, dev, []string{"1"}, Options{Variants: []string{"slow"}, MinTime: time.Millisecond})
 	if len(recs) != 2 || recs[0].Variant != "base" || recs[1].Variant != "slow" {
 		t.Errorf("variant filter kept %v", recs)

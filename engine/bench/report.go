@@ -115,30 +115,49 @@ func Commit() string {
 	return commit
 }
 
-// Table formats records as an aligned text table, one row per record.
+// tableHeader and tableRow are the columns that Table and Markdown share.
+var tableHeader = []string{"suite", "device", "size", "variant", "median ms", "GB/s", "GFLOP/s", "% peak", "vs baseline", "max rel err", "ok"}
+
+func tableRow(r Record) []string {
+	ok := "ok"
+	if !r.OK {
+		ok = "FAIL"
+	}
+	return []string{r.Suite, r.Device, r.Size, r.Variant, num(r.MedianMS, 4), num(r.GBps, 1), num(r.GFLOPS, 1),
+		pctStr(max(r.PctPeakGBps, r.PctPeakGFLOPS)), speedup(r), fmt.Sprintf("%.2g", r.MaxRelErr), ok}
+}
+
+// Table formats records as an aligned text table, one row per record, then
+// the error of each failed record.
 func Table(recs []Record) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "suite\tdevice\tsize\tvariant\tmedian ms\tGB/s\tGFLOP/s\t% peak\tvs baseline\tmax rel err\tok\t")
+	fmt.Fprintln(w, strings.Join(tableHeader, "\t")+"\t")
 	for _, r := range recs {
-		pct := r.PctPeakGBps
-		if r.PctPeakGFLOPS > pct {
-			pct = r.PctPeakGFLOPS
-		}
-		ok := "ok"
-		if !r.OK {
-			ok = "FAIL"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2g\t%s\t\n", r.Suite, r.Device, r.Size, r.Variant,
-			num(r.MedianMS, 4), num(r.GBps, 1), num(r.GFLOPS, 1), pctStr(pct), speedup(r), r.MaxRelErr, ok)
+		fmt.Fprintln(w, strings.Join(tableRow(r), "\t")+"\t")
 	}
 	w.Flush()
+	writeErrors(&b, recs)
+	return b.String()
+}
+
+// Markdown formats records as a Markdown table (for notebooks and docs/).
+func Markdown(recs []Record) string {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(tableHeader, " | ") + " |\n|" + strings.Repeat(" ---: |", len(tableHeader)) + "\n")
+	for _, r := range recs {
+		b.WriteString("| " + strings.Join(tableRow(r), " | ") + " |\n")
+	}
+	writeErrors(&b, recs)
+	return b.String()
+}
+
+func writeErrors(b *strings.Builder, recs []Record) {
 	for _, r := range recs {
 		if r.Error != "" {
-			fmt.Fprintf(&b, "%s/%s size %s: %s\n", r.Suite, r.Variant, r.Size, r.Error)
+			fmt.Fprintf(b, "\n%s/%s size %s: %s\n", r.Suite, r.Variant, r.Size, r.Error)
 		}
 	}
-	return b.String()
 }
 
 func num(v float64, prec int) string {

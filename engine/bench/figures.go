@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+
+	"gpulab/engine"
+	"gpulab/engine/plot"
+)
+
+// SpeedupBars draws one bar per variant of the records of one size: its
+// speedup over the baseline, with a reference line at 1x.
+func SpeedupBars(title string, recs []Record) *plot.Figure {
+	var labels []string
+	var values []float64
+	for _, r := range recs {
+		if r.Speedup > 0 {
+			labels = append(labels, r.Variant)
+			values = append(values, r.Speedup)
+		}
+	}
+	return plot.Bars(title, "speedup over the baseline (x)", labels, values).
+		WithReference(1, "baseline").WithValueSuffix("x")
+}
+
+// Metric picks the number a throughput plot shows.
+type Metric struct {
+	Label string
+	Value func(Record) float64
+}
+
+// Throughput metrics.
+var (
+	GBps          = Metric{"GB/s", func(r Record) float64 { return r.GBps }}
+	GFLOPS        = Metric{"GFLOP/s", func(r Record) float64 { return r.GFLOPS }}
+	PctPeakGBps   = Metric{"% of peak bandwidth", func(r Record) float64 { return r.PctPeakGBps }}
+	PctPeakGFLOPS = Metric{"% of peak FLOP/s", func(r Record) float64 { return r.PctPeakGFLOPS }}
+)
+
+// SizeLines draws metric against the numeric parameter param (e.g. "bytes"),
+// one line per series; seriesName names a record's line (for example its
+// variant, or device and variant). Both axes are logarithmic when useful.
+func SizeLines(title, param string, m Metric, recs []Record, seriesName func(Record) string) *plot.Figure {
+	byName := map[string]*plot.Series{}
+	var order []string
+	for _, r := range recs {
+		x, ok := r.Params[param].(int)
+		if !ok {
+			if f, isFloat := r.Params[param].(float64); isFloat {
+				x, ok = int(f), true
+			}
+		}
+		if !ok || !r.OK || m.Value(r) <= 0 {
+			continue
+		}
+		name := seriesName(r)
+		s, seen := byName[name]
+		if !seen {
+			s = &plot.Series{Name: name}
+			byName[name] = s
+			order = append(order, name)
+		}
+		s.X = append(s.X, float64(x))
+		s.Y = append(s.Y, m.Value(r))
+	}
+	var series []plot.Series
+	for _, n := range order {
+		series = append(series, *byName[n])
+	}
+	return plot.Lines(title, param, m.Label, series...).LogX()
+}
+
+// ByVariant names a series by the record's variant.
+func ByVariant(r Record) string { return r.Variant }
+
+// ByDeviceVariant names a series "device variant".
+func ByDeviceVariant(r Record) string { return r.Device + " " + r.Variant }
+
+// RooflineOf places each passing record of dev that has both flops and bytes
+// on dev's roofline, labelled "suite variant size".
+func RooflineOf(title string, dev engine.Info, recs []Record) *plot.Figure {
+	var pts []plot.RooflinePoint
+	for _, r := range recs {
+		if r.Device == dev.ID && r.OK && r.Intensity > 0 && r.GFLOPS > 0 {
+			pts = append(pts, plot.RooflinePoint{Name: fmt.Sprintf("%s %s %s", r.Suite, r.Variant, r.Size), Intensity: r.Intensity, GFLOPS: r.GFLOPS})
+		}
+	}
+	return plot.Roofline(title, dev.PeakGFLOPS, dev.PeakGBps, pts)
+}
+
+// Sizes returns the distinct sizes of recs in the order they first appear.
+func Sizes(recs []Record) []string {
+	var out []string
+	for _, r := range recs {
+		if !slices.Contains(out, r.Size) {
+			out = append(out, r.Size)
+		}
+	}
+	return out
+}
+
+// OfSize keeps the records of one size.
+func OfSize(recs []Record, size string) []Record {
+	var out []Record
+	for _, r := range recs {
+		if r.Size == size {
+			out = append(out, r)
+		}
+	}
+	return out
+}
