@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Builds .gpu/, a self-contained bundle to run gpulab's tests on a GPU machine that has no Go:
+#
+#   .gpu/run.sh            runs every test binary (a copy of scripts/gpu-run.sh)
+#   .gpu/bin.tar.xz        the binaries, packed; run.sh unpacks them to:
+#       tests/<import-path>.test   one static test binary per package with tests, the import path's
+#                                  slashes as dashes (gpulab/engine/cuda -> gpulab-engine-cuda.test)
+#       lab                        the lab CLI (if ./lab has Go code yet)
+#   .gpu/MANIFEST          "<binary name> <package dir>" per line
+#   .gpu/src/<package dir>/testdata   each package's testdata/; its binary runs in src/<package dir>
+#   .gpu/src/kernels/      a copy of kernels/, for tests that read kernel sources from disk
+#
+# Everything is built with CGO_ENABLED=0 GOOS=linux GOARCH=amd64 (the GPU libraries are loaded at
+# run time through purego), stripped (-s -w) and -trimpath'd. The binaries share most of their bytes
+# (runtime, gonum, fonts), so one xz stream with a 64 MiB window packs them about 8x: the bundle
+# stays far below the 64 MiB that the device runner carries.
+#
+# Knob: PKGS (default ./...), the packages to look for tests in: make gpu-bundle PKGS=./engine/...
+# A package whose tests do not compile is reported and skipped; the script then exits non-zero,
+# but the bundle holds everything else.
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+BUNDLE="$GPULAB_ROOT/.gpu"
+STAGE="$BUILD_DIR/gpu-bin"   # unpacked binaries, packed into $BUNDLE/bin.tar.xz at the end
+PKGS="${PKGS:-./...}"
+export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
+BUILD_FLAGS=(-trimpath "-ldflags=-s -w")
+
+START=$(now)
+rm -rf "$BUNDLE" "$STAGE"
+mkdir -p "$BUNDLE/src" "$STAGE/tests"
+: >"$BUNDLE/MANIFEST"
+
+built=0
+broken=()
+# shellcheck disable=SC2086  # PKGS is a list of patterns
+while IFS=$'\t' read -r pkg dir; do
+  [[ -n "$pkg" ]] || continue
+  rel="${dir#"$GPULAB_ROOT"}"
+  rel="${rel#/}"
+  rel="${rel:-.}"
+  name="${pkg//\//-}"
+  printf '  %-40s ' "$pkg"
+  t0=$(now)
+  # -vet=off: go vet runs in `make test`; here it would only slow the build down.
+  if go test -c -vet=off "${BUILD_FLAGS[@]}" -o "$STAGE/tests/$name.test" "./$rel" 2>"$STAGE/build.err"; then
+    printf 'built %s\n' "$(elapsed_since "$t0")"
+    built=$((built + 1))
+    printf '%s %s\n' "$name" "$rel" >>"$BUNDLE/MANIFEST"
+    mkdir -p "$BUNDLE/src/$rel"
+    if [[ -d "$dir/testdata" ]]; then cp -r "$dir/testdata" "$BUNDLE/src/$rel/"; fi
+  else
+    printf 'BROKEN\n'
+    sed 's/^/      /' "$STAGE/build.err"
+    broken+=("$pkg")
+  fi
+  rm -f "$STAGE/build.err"
+done < <(go list -e -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{"\t"}}{{.Dir}}{{end}}' $PKGS)
+
+if [[ -d kernels && -n "$(ls -A kernels)" ]]; then
+  mkdir -p "$BUNDLE/src/kernels"
+  cp -r kernels/. "$BUNDLE/src/kernels/"
+fi
+
+if [[ -n "$(go list -e -f '{{.GoFiles}}' ./lab 2>/dev/null | tr -d '[]')" ]]; then
+  printf '  %-40s ' "lab"
+  t0=$(now)
+  if go build "${BUILD_FLAGS[@]}" -o "$STAGE/lab" ./lab; then
+    printf 'built %s\n' "$(elapsed_since "$t0")"
+  else
+    broken+=(./lab)
+  fi
+else
+  warn "./lab has no Go code yet: the bundle has no lab binary"
+fi
+
+t0=$(now)
+raw=$(du -sh "$STAGE" | cut -f1)
+tar -C "$STAGE" -cf - . | xz -T1 --lzma2=preset=1,dict=64MiB >"$BUNDLE/bin.tar.xz"
+cp "$GPULAB_ROOT/scripts/gpu-run.sh" "$BUNDLE/run.sh"
+chmod +x "$BUNDLE/run.sh"
+log "packed $raw of binaries into $(du -sh "$BUNDLE/bin.tar.xz" | cut -f1) in $(elapsed_since "$t0")"
+
+echo "gpu-bundle: $built test binaries$([[ -x "$STAGE/lab" ]] && echo " + lab"), $(du -sh "$BUNDLE" | cut -f1) in .gpu/, built in $(elapsed_since "$START")"
+if ((${#broken[@]} > 0)); then
+  warn "did not build: ${broken[*]}"
+  exit 1
+fi
+echo "on the GPU machine: .gpu/run.sh [-test.run REGEXP ...]   (ONLY=REGEXP picks binaries)"

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# gpulab test runner for a GPU machine without Go. `make gpu-bundle` copies this file to .gpu/run.sh
+# next to the packed binaries; run it from anywhere:
+#
+#   .gpu/run.sh                              every test binary, verbose
+#   .gpu/run.sh -test.run GEMM -test.bench . extra arguments go to every binary
+#   ONLY=engine-cuda .gpu/run.sh             only binaries whose name matches the regexp
+#   .gpu/run.sh --unpack-only [DIR]          just unpack lab and tests/*.test into DIR (default .gpu)
+#
+# It first unpacks bin.tar.xz into a temporary directory, removed at exit.
+# Each binary runs with -test.v -test.count=1 in its package's directory in the bundle (where its
+# testdata/ is), with GPULAB_ROOT pointing at the bundle's src/ (which has kernels/).
+# If $OUT is set, the binaries' output goes to $OUT/gpu-tests.log, one section per binary (the tail is
+# shown here on failure), and the summary to $OUT/summary.txt; otherwise the output streams here.
+# Prints PASS/FAIL per binary and "gpu-bundle: N passed, M failed"; exits non-zero if any failed.
+set -uo pipefail
+
+BUNDLE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+export GPULAB_ROOT="$BUNDLE/src"
+ONLY="${ONLY:-.}"
+
+now() { echo "${EPOCHREALTIME:-$(date +%s)}"; }
+elapsed_since() { awk -v s="$1" -v e="$(now)" 'BEGIN { printf "%.1fs", e - s }'; }
+
+# Unpack the binaries (about a second) into a temporary directory, removed at exit, so that the
+# bundle stays small enough to copy around; with --unpack-only, into DIR (default: the bundle).
+unpack() {
+  if command -v xz >/dev/null 2>&1; then
+    xz -dc "$BUNDLE/bin.tar.xz" | tar -C "$1" -xf -
+  else  # no xz: Python's tarfile reads .tar.xz too
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$BUNDLE/bin.tar.xz" "$1"
+  fi || { echo "run.sh: cannot unpack $BUNDLE/bin.tar.xz" >&2; exit 1; }
+}
+if [[ "${1:-}" == --unpack-only ]]; then
+  dir="${2:-$BUNDLE}"
+  mkdir -p "$dir"
+  unpack "$dir"
+  echo "unpacked into $dir: lab, tests/*.test"
+  exit 0
+fi
+BIN="$(mktemp -d "${TMPDIR:-/tmp}/gpulab-bundle.XXXXXX")"
+trap 'rm -rf "$BIN"' EXIT
+unpack "$BIN"
+
+# NVIDIA's OpenCL driver is installed on the GPU machines but not registered with the ICD loader:
+# without this, OpenCL lists only PoCL (the CPU). Only where an NVIDIA driver is loaded.
+vendors=/etc/OpenCL/vendors
+if [[ -e /proc/driver/nvidia/version ]] || command -v nvidia-smi >/dev/null 2>&1; then
+  have_nvidia_driver=1
+else
+  have_nvidia_driver=0
+fi
+if ((have_nvidia_driver)) && [[ -d "$vendors" && -w "$vendors" ]] &&
+   ! grep -qs nvidia "$vendors"/*.icd && ! compgen -G "$vendors/*nvidia*" >/dev/null; then
+  echo libnvidia-opencl.so.1 >"$vendors/nvidia.icd"
+  echo "registered NVIDIA OpenCL: $vendors/nvidia.icd"
+fi
+
+# What we are running on, for the logs.
+command -v nvidia-smi >/dev/null 2>&1 &&
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+command -v clinfo >/dev/null 2>&1 && clinfo -l 2>/dev/null | sed 's/^/opencl: /'
+
+if [[ -n "${OUT:-}" ]]; then
+  mkdir -p "$OUT"
+  : >"$OUT/gpu-tests.log"
+fi
+passed=0
+failed=0
+lines=()
+START=$(now)
+while read -r name rel <&3; do
+  [[ -n "$name" ]] || continue
+  [[ "$name" =~ $ONLY ]] || continue
+  bin="$BIN/tests/$name.test"
+  t0=$(now)
+  if [[ -n "${OUT:-}" ]]; then
+    (cd "$BUNDLE/src/$rel" && "$bin" -test.v -test.count=1 "$@") </dev/null >"$BIN/$name.log" 2>&1
+  else
+    echo "=== $name"
+    (cd "$BUNDLE/src/$rel" && "$bin" -test.v -test.count=1 "$@") </dev/null
+  fi
+  rc=$?
+  if ((rc == 0)); then
+    line="$(printf 'PASS  %-40s %8s' "$name" "$(elapsed_since "$t0")")"
+    passed=$((passed + 1))
+  else
+    line="$(printf 'FAIL  %-40s %8s  (exit %d)' "$name" "$(elapsed_since "$t0")" "$rc")"
+    failed=$((failed + 1))
+  fi
+  echo "$line"
+  lines+=("$line")
+  if [[ -n "${OUT:-}" ]]; then
+    { echo "=== $name: $line"; cat "$BIN/$name.log"; echo; } >>"$OUT/gpu-tests.log"
+    if ((rc != 0)); then tail -n 40 "$BIN/$name.log" | sed 's/^/    /'; fi
+  fi
+done 3<"$BUNDLE/MANIFEST"
+
+result="gpu-bundle: $passed passed, $failed failed"
+echo "total $(elapsed_since "$START")"
+echo "$result"
+if [[ -n "${OUT:-}" ]]; then
+  { printf '%s\n' "${lines[@]}"; echo "$result"; } >"$OUT/summary.txt"
+fi
+if ((passed + failed == 0)); then
+  echo "run.sh: no test binary matched ONLY='$ONLY'" >&2
+  exit 1
+fi
+((failed == 0))

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Everything `make test` checks, in order: go vet, go test, then every notebook executed headless
+# (scripts/run-notebooks.sh). A failing stage does not stop the next ones; the script fails at the
+# end if any stage failed, after a summary with the time of each stage.
+#
+# Assumes the dependencies are installed (make test runs `make deps` first).
+# Knobs: GOTESTFLAGS (e.g. "-count=1 -run TestGEMM"), and whatever the notebooks read (GPULAB_SIZES...).
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+summary=()
+status=0
+
+# run_stage NAME CMD...: runs CMD, records "NAME ok|FAILED (time)".
+run_stage() {
+  local name=$1 t0
+  shift
+  log "$name"
+  t0=$(now)
+  if "$@"; then
+    summary+=("$(printf '%-10s ok      %s' "$name" "$(elapsed_since "$t0")")")
+  else
+    summary+=("$(printf '%-10s FAILED  %s' "$name" "$(elapsed_since "$t0")")")
+    status=1
+  fi
+}
+
+START=$(now)
+log "$(go version), $(nproc) cores, HOME=$HOME"
+# `go vet ./...` and `go test ./...` fail when the module has no packages yet.
+if [[ -n "$(go list -e ./... 2>/dev/null)" ]]; then
+  run_stage "go vet" go vet ./...
+  # shellcheck disable=SC2086  # GOTESTFLAGS is a list of flags
+  run_stage "go test" go test ${GOTESTFLAGS:-} ./...
+else
+  log "no Go packages yet: skipping go vet and go test"
+fi
+run_stage notebooks "$GPULAB_ROOT/scripts/run-notebooks.sh"
+
+echo
+echo "test summary:"
+printf '  %s\n' "${summary[@]}"
+echo "  total      $( ((status == 0)) && echo "ok    " || echo FAILED)  $(elapsed_since "$START")"
+exit "$status"
