@@ -11,6 +11,7 @@ import (
 	"os"
 
 	_ "gpulab/engine/bandwidth" // registers the copy, vecadd and saxpy suites
+	_ "gpulab/engine/gemm"      // registers the gemm suite
 )
 
 const usage = `lab: gpulab's command line.

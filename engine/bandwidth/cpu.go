@@ -24,7 +24,7 @@ func (o op) cpuCases(p *problem) []bench.Case {
 			v.fn(out, p.in, o.alpha)
 			return time.Since(t), nil
 		}
-		c.Check = func() (float64, error) { return bench.MaxRelErr(out, p.want), nil }
+		c.Check = func() (bench.Checked, error) { return bench.Compare(out, p.want), nil }
 		cases = append(cases, c)
 	}
 	return cases

@@ -51,9 +51,9 @@ func (o op) cudaCases(ctx *cuda.Context, p *problem) (cases []bench.Case, closeA
 	if err != nil {
 		return nil, closeAll, err
 	}
-	check := func() (float64, error) {
+	check := func() (bench.Checked, error) {
 		got, err := cuda.Download[float32](out, p.n)
-		return bench.MaxRelErr(got, p.want), err
+		return bench.Compare(got, p.want), err
 	}
 	reset := func() error { return out.Memset(0, nil) }
 

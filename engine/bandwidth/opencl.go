@@ -59,10 +59,10 @@ func (o op) openCLCases(ctx *opencl.Context, p *problem) (cases []bench.Case, cl
 	}
 	zeros := make([]byte, p.bytes)
 	reset := func() error { return ctx.Write(out, 0, zeros) }
-	check := func() (float64, error) {
+	check := func() (bench.Checked, error) {
 		got := make([]float32, p.n)
 		err := opencl.ReadSlice(ctx, out, got)
-		return bench.MaxRelErr(got, p.want), err
+		return bench.Compare(got, p.want), err
 	}
 	timed := func(ev *opencl.Event, err error) (time.Duration, error) {
 		if err != nil {

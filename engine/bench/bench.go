@@ -32,19 +32,21 @@ type Params map[string]any
 type Case struct {
 	Variant  string
 	Params   Params
-	Baseline bool    // the variant others are compared with
-	Flops    float64 // floating-point operations per run, counted
-	Bytes    float64 // DRAM bytes per run (read + written), counted
+	Baseline bool // the variant others are compared with
+	// CompareWith names the variant this one is compared with instead of the
+	// baseline, e.g. a BF16 tensor-core kernel with cuBLAS's BF16 GEMM.
+	CompareWith string
+	Flops       float64 // floating-point operations per run, counted
+	Bytes       float64 // DRAM bytes per run (read + written), counted
 
 	// Reset clears the outputs before the runs, so that a variant that does
 	// nothing cannot pass the check with a previous variant's result. Optional.
 	Reset func() error
 	// Run does the work once and returns how long it took on the device.
 	Run func() (time.Duration, error)
-	// Check compares the output with the reference: the largest relative
-	// error max |got-want| / max(|want|, 1), and an error for a structural
-	// failure. NaN or Inf where the reference is finite must come back as +Inf.
-	Check func() (float64, error)
+	// Check compares the output with the reference, usually with Compare;
+	// an error is for a failure to check at all (a failed download, say).
+	Check func() (Checked, error)
 	Tol   float64 // the largest max_rel_err that passes
 }
 
@@ -148,6 +150,7 @@ type Record struct {
 	Speedup       float64 `json:"speedup,omitempty"`         // baseline median / this median
 	PctOfBaseline float64 `json:"pct_of_baseline,omitempty"` // 100 x Speedup: % of the baseline's throughput
 	MaxRelErr     float64 `json:"max_rel_err"`
+	NonFinite     int     `json:"non_finite,omitempty"` // NaN/Inf values in the output
 	OK            bool    `json:"ok"`
 	Error         string  `json:"error,omitempty"`
 	Commit        string  `json:"commit"`
@@ -170,7 +173,7 @@ func Run(suite Suite, dev *engine.Device, sizes []string, opt Options) ([]Record
 		}
 		var recs []Record
 		for _, c := range cases {
-			if !c.Baseline && len(opt.Variants) > 0 && !slices.Contains(opt.Variants, c.Variant) {
+			if !c.Baseline && len(opt.Variants) > 0 && !slices.Contains(opt.Variants, c.Variant) && !comparedWith(cases, opt.Variants, c.Variant) {
 				continue
 			}
 			r := Measure(c, opt)
@@ -191,6 +194,17 @@ func Run(suite Suite, dev *engine.Device, sizes []string, opt Options) ([]Record
 		bar.Finish()
 	}
 	return out, nil
+}
+
+// comparedWith reports whether a selected variant is compared with v, which
+// must then run too.
+func comparedWith(cases []Case, selected []string, v string) bool {
+	for _, c := range cases {
+		if c.CompareWith == v && slices.Contains(selected, c.Variant) {
+			return true
+		}
+	}
+	return false
 }
 
 func newBar(w io.Writer, n int, desc string) *progressbar.ProgressBar {
@@ -244,19 +258,21 @@ func Measure(c Case, opt Options) Record {
 	if c.Flops > 0 && c.Bytes > 0 {
 		r.Intensity = c.Flops / c.Bytes
 	}
-	relErr, err := c.Check()
+	chk, err := c.Check()
 	if err != nil {
 		return fail("check", err)
 	}
-	if math.IsNaN(relErr) || math.IsInf(relErr, 0) {
+	r.NonFinite = chk.NonFinite
+	if math.IsNaN(chk.MaxRelErr) || math.IsInf(chk.MaxRelErr, 0) {
 		r.MaxRelErr = math.MaxFloat64 // JSON has no Inf; the error says what happened
-		r.Error = "check: output has NaN or Inf where the reference is finite"
+		r.Error = fmt.Sprintf("check: element %d is %v where the reference has %v: NaN and Inf must propagate exactly", chk.Worst, chk.Got, chk.Want)
 		return r
 	}
-	r.MaxRelErr = relErr
-	r.OK = relErr <= c.Tol
+	r.MaxRelErr = chk.MaxRelErr
+	r.OK = chk.MaxRelErr <= c.Tol
 	if !r.OK {
-		r.Error = fmt.Sprintf("check: max relative error %.3g exceeds %.3g", relErr, c.Tol)
+		r.Error = fmt.Sprintf("check: max relative error %.3g at element %d (got %v, want %v) exceeds %.3g",
+			chk.MaxRelErr, chk.Worst, chk.Got, chk.Want, c.Tol)
 	}
 	return r
 }
@@ -278,25 +294,35 @@ func fillPeaks(r *Record, c Case, dev engine.Info) {
 	}
 }
 
-// fillSpeedups compares every record of one size with the baseline's.
+// fillSpeedups compares every record of one size with its baseline: the
+// case's CompareWith variant if set, else the suite's Baseline case.
 func fillSpeedups(recs []Record, cases []Case) {
-	base := -1
+	byVariant := map[string]int{}
 	for i, r := range recs {
-		for _, c := range cases {
-			if c.Baseline && c.Variant == r.Variant && r.Error == "" {
-				base = i
-			}
+		if r.Error == "" {
+			byVariant[r.Variant] = i
 		}
 	}
-	if base < 0 {
-		return
+	base := ""
+	compareWith := map[string]string{}
+	for _, c := range cases {
+		if c.Baseline {
+			base = c.Variant
+		}
+		compareWith[c.Variant] = c.CompareWith
 	}
 	for i := range recs {
-		recs[i].Baseline = recs[base].Variant
-		if recs[i].MedianMS > 0 && recs[i].Error == "" {
-			recs[i].Speedup = recs[base].MedianMS / recs[i].MedianMS
-			recs[i].PctOfBaseline = 100 * recs[i].Speedup
+		ref := base
+		if cw := compareWith[recs[i].Variant]; cw != "" {
+			ref = cw
 		}
+		j, ok := byVariant[ref]
+		if !ok || recs[i].Error != "" || recs[i].MedianMS <= 0 {
+			continue
+		}
+		recs[i].Baseline = ref
+		recs[i].Speedup = recs[j].MedianMS / recs[i].MedianMS
+		recs[i].PctOfBaseline = 100 * recs[i].Speedup
 	}
 }
 

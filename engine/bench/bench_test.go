@@ -16,7 +16,7 @@ func fakeCase(variant string, d time.Duration, relErr float64, baseline bool) Ca
 	return Case{
 		Variant: variant, Baseline: baseline, Params: Params{"n": 10}, Flops: 2e6, Bytes: 1e6, Tol: 1e-6,
 		Run:   func() (time.Duration, error) { return d, nil },
-		Check: func() (float64, error) { return relErr, nil },
+		Check: func() (Checked, error) { return Checked{MaxRelErr: relErr, Worst: 3}, nil },
 	}
 }
 
@@ -31,7 +31,7 @@ func TestMeasure(t *testing.T) {
 	for _, tc := range []struct {
 		relErr float64
 		err    string
-	}{{1e-3, "exceeds"}, {math.Inf(1), "NaN or Inf"}, {math.NaN(), "NaN or Inf"}} {
+	}{{1e-3, "exceeds"}, {math.Inf(1), "must propagate"}, {math.NaN(), "must propagate"}} {
 		r := Measure(fakeCase("bad", time.Millisecond, tc.relErr, false), Options{})
 		if r.OK || !strings.Contains(r.Error, tc.err) {
 			t.Errorf("relErr %v: ok=%v error=%q", tc.relErr, r.OK, r.Error)
@@ -61,6 +61,15 @@ func TestRunSpeedupsAndVariants(t *testing.T) {
 	if md := Markdown(recs); !strings.Contains(md, "| fake | cpu | 1 | fast |") || !strings.Contains(md, "| ---: |") {
 		t.Errorf("markdown:\n%s", md)
 	}
+	cw := fakeCase("tc", time.Millisecond, 0, false)
+	cw.CompareWith = "slow"
+	suite2 := Suite{Name: "fake2", Cases: func(*engine.Device, string) ([]Case, func(), error) {
+		return []Case{fakeCase("base", 4*time.Millisecond, 0, true), fakeCase("slow", 8*time.Millisecond, 0, false), cw}, nil, nil
+	}}
+	recs2, _ := Run(suite2, dev, []string{"1"}, Options{Variants: []string{"tc"}, MinTime: time.Millisecond})
+	if len(recs2) != 3 || recs2[2].Baseline != "slow" || recs2[2].Speedup != 8 {
+		t.Errorf("CompareWith: %+v", recs2)
+	}
 	recs, _ = Run(suite, dev, []string{"1"}, Options{Variants: []string{"slow"}, MinTime: time.Millisecond})
 	if len(recs) != 2 || recs[0].Variant != "base" || recs[1].Variant != "slow" {
 		t.Errorf("variant filter kept %v", recs)
@@ -70,24 +79,27 @@ func TestRunSpeedupsAndVariants(t *testing.T) {
 	}
 }
 
-func TestMaxRelErr(t *testing.T) {
+func TestCompare(t *testing.T) {
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	for _, tc := range []struct {
 		got, want []float32
-		out       float64
+		err       float64
+		worst     int
+		nonFinite int
 	}{
-		{[]float32{1, 2}, []float32{1, 2}, 0},
-		{[]float32{1, 2.5}, []float32{1, 2}, 0.25},
-		{[]float32{0.5}, []float32{0}, 0.5},
-		{[]float32{nan}, []float32{1}, math.Inf(1)},
-		{[]float32{1}, []float32{nan}, math.Inf(1)},
-		{[]float32{nan}, []float32{nan}, 0},
-		{[]float32{inf}, []float32{inf}, 0},
-		{[]float32{-inf}, []float32{inf}, math.Inf(1)},
-		{[]float32{1}, []float32{1, 2}, math.Inf(1)},
+		{[]float32{1, 2}, []float32{1, 2}, 0, -1, 0},
+		{[]float32{1, 2.5}, []float32{1, 2}, 0.25, 1, 0},
+		{[]float32{0.5}, []float32{0}, 0.5, 0, 0},
+		{[]float32{1, nan}, []float32{1, 1}, math.Inf(1), 1, 1},
+		{[]float32{1}, []float32{nan}, math.Inf(1), 0, 0},
+		{[]float32{nan, 3}, []float32{nan, 3}, 0, -1, 1},
+		{[]float32{inf}, []float32{inf}, 0, -1, 1},
+		{[]float32{-inf}, []float32{inf}, math.Inf(1), 0, 1},
+		{[]float32{1}, []float32{1, 2}, math.Inf(1), -1, 0},
 	} {
-		if got := MaxRelErr(tc.got, tc.want); got != tc.out {
-			t.Errorf("MaxRelErr(%v, %v) = %v, want %v", tc.got, tc.want, got, tc.out)
+		c := Compare(tc.got, tc.want)
+		if c.MaxRelErr != tc.err || c.Worst != tc.worst || c.NonFinite != tc.nonFinite {
+			t.Errorf("Compare(%v, %v) = %+v, want err %v at %d, %d non-finite", tc.got, tc.want, c, tc.err, tc.worst, tc.nonFinite)
 		}
 	}
 }

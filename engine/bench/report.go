@@ -14,29 +14,44 @@ import (
 	"text/tabwriter"
 )
 
-// MaxRelErr compares got with want element by element and returns the largest
-// max |got-want| / max(|want|, 1). A NaN or Inf in got where want is finite,
-// or a finite value where want is NaN or Inf, returns +Inf: non-finite values
-// must propagate exactly as they do in the reference, never pass silently.
-func MaxRelErr(got, want []float32) float64 {
+// Checked is the outcome of comparing an output with its reference.
+type Checked struct {
+	MaxRelErr float64 // largest |got-want| / max(|want|, 1); +Inf for a non-finite mismatch
+	Worst     int     // index of the element with that error (-1 if none)
+	Got, Want float32 // the values at Worst
+	NonFinite int     // NaN or Inf values in got (matching the reference's own NaN/Inf counts too)
+}
+
+// Compare compares got with want element by element. A NaN or Inf in got where
+// want is finite, or a finite value where want is NaN or Inf, is an error of
+// +Inf: non-finite values must propagate exactly as they do in the reference,
+// never pass silently. Outputs of different lengths compare as +Inf at index -1.
+func Compare(got, want []float32) Checked {
+	c := Checked{Worst: -1}
 	if len(got) != len(want) {
-		return math.Inf(1)
+		c.MaxRelErr = math.Inf(1)
+		return c
 	}
-	e := 0.0
 	for i := range want {
 		g, w := float64(got[i]), float64(want[i])
-		if math.IsNaN(w) || math.IsInf(w, 0) {
-			if !(math.IsNaN(w) && math.IsNaN(g)) && g != w {
-				return math.Inf(1)
-			}
+		gFinite, wFinite := !math.IsNaN(g) && !math.IsInf(g, 0), !math.IsNaN(w) && !math.IsInf(w, 0)
+		if !gFinite {
+			c.NonFinite++
+		}
+		var e float64
+		switch {
+		case wFinite && gFinite:
+			e = math.Abs(g-w) / math.Max(math.Abs(w), 1)
+		case math.IsNaN(w) && math.IsNaN(g), !wFinite && g == w:
 			continue
+		default:
+			e = math.Inf(1)
 		}
-		if math.IsNaN(g) || math.IsInf(g, 0) {
-			return math.Inf(1)
+		if e > c.MaxRelErr || c.Worst < 0 && e > 0 {
+			c.MaxRelErr, c.Worst, c.Got, c.Want = e, i, got[i], want[i]
 		}
-		e = math.Max(e, math.Abs(g-w)/math.Max(math.Abs(w), 1))
 	}
-	return e
+	return c
 }
 
 // ParseBytes reads a size such as "4096", "64K", "256M" or "1G" (binary units).
