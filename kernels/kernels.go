@@ -57,12 +57,13 @@ func (f Family) Names() []string {
 	return names
 }
 
-// Headers returns every header (.cuh or .h) of the family, keyed by the name an
-// #include uses, for NVRTC and OpenCL builds.
+// Headers returns every file of the family keyed by the name an #include
+// uses ("gemm/common.cuh", "gemm/09_warp_tiling.cu"), for NVRTC, which has no
+// file system to search.
 func (f Family) Headers() map[string]string {
 	out := map[string]string{}
 	fs.WalkDir(files, f.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".cuh") || strings.HasSuffix(p, ".h")) {
+		if err == nil && !d.IsDir() {
 			b, _ := files.ReadFile(p)
 			out[strings.TrimPrefix(p, f.Dir+"/")] = string(b)
 		}

@@ -84,3 +84,29 @@ func split(s string) []string {
 	}
 	return out
 }
+
+// reportCmd prints the records of bench JSON files as one Markdown table,
+// with the devices, commits and dates they came from.
+func reportCmd(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{fmt.Errorf("usage: lab report FILE.json ...")}
+	}
+	var all []bench.Record
+	for _, path := range args {
+		recs, err := bench.ReadJSON(path)
+		if err != nil {
+			return err
+		}
+		all = append(all, recs...)
+	}
+	seen := map[string]bool{}
+	for _, r := range all {
+		src := fmt.Sprintf("%s (%s), commit %s, %s", r.Device, r.DeviceName, r.Commit, r.Date[:min(10, len(r.Date))])
+		if !seen[src] {
+			seen[src] = true
+			fmt.Fprintf(stdout, "- %s\n", src)
+		}
+	}
+	fmt.Fprintf(stdout, "\n%s", bench.Markdown(all))
+	return nil
+}

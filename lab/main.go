@@ -3,6 +3,7 @@
 //	go run ./lab devices [--json] [--verbose]
 //	go run ./lab bench SUITE [--device ID] [--size S,S,...] [--variants V,...] [--json FILE]
 //	go run ./lab bench --list
+//	go run ./lab report FILE.json ...
 package main
 
 import (
@@ -20,6 +21,7 @@ Usage:
   lab devices [--json] [--verbose]     list every usable device and its peaks
   lab bench SUITE [flags]               run a benchmark suite (lab bench --help)
   lab bench --list                      list the suites
+  lab report FILE.json ...              print benchmark records as a Markdown table (for docs/)
 
 Device ids select a device everywhere: cpu, opencl:P:D, cuda:N.
 `
@@ -41,6 +43,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = devicesCmd(args[1:], stdout, stderr)
 	case "bench":
 		err = benchCmd(args[1:], stdout, stderr)
+	case "report":
+		err = reportCmd(args[1:], stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -53,6 +53,13 @@ func TestBenchCopyWritesJSON(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), `"suite": "copy"`) {
 		t.Errorf("json %s %v", data, err)
 	}
+	code, out, errs = lab("report", path)
+	if code != 0 || !strings.Contains(out, "| copy | cpu | 1M | go_parallel |") || !strings.Contains(out, "- cpu (") {
+		t.Errorf("report: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := lab("report", filepath.Join(t.TempDir(), "missing.json")); code == 0 || !strings.Contains(errs, "missing.json") {
+		t.Errorf("report of a missing file: exit %d, %s", code, errs)
+	}
 }
 
 func TestBadUsage(t *testing.T) {

@@ -25,7 +25,11 @@ BUNDLE="$GPULAB_ROOT/.gpu"
 STAGE="$BUILD_DIR/gpu-bin"   # unpacked binaries, packed into $BUNDLE/bin.tar.xz at the end
 PKGS="${PKGS:-./...}"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
-BUILD_FLAGS=(-trimpath "-ldflags=-s -w")
+# The commit goes into every binary, so that benchmark records made on the GPU machine (which has no
+# git) say which code produced them.
+COMMIT="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+[[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]] || COMMIT="$COMMIT-dirty"
+BUILD_FLAGS=(-trimpath "-ldflags=-s -w -X gpulab/engine/bench.stampedCommit=$COMMIT")
 
 START=$(now)
 rm -rf "$BUNDLE" "$STAGE"

@@ -92,15 +92,23 @@ func FormatBytes(n float64) string {
 var (
 	commitOnce sync.Once
 	commit     string
+	// stampedCommit is set at link time by make gpu-bundle
+	// (-X gpulab/engine/bench.stampedCommit=...).
+	stampedCommit string
 )
 
 // Commit identifies the code that produced a record: $GPULAB_COMMIT, else the
-// VCS revision stamped into the binary by go build, else `git rev-parse`,
-// else "unknown". A "-dirty" suffix marks uncommitted changes.
+// commit stamped by make gpu-bundle, else the VCS revision that go build
+// records, else `git rev-parse`, else "unknown". A "-dirty" suffix marks
+// uncommitted changes.
 func Commit() string {
 	commitOnce.Do(func() {
 		if c := os.Getenv("GPULAB_COMMIT"); c != "" {
 			commit = c
+			return
+		}
+		if stampedCommit != "" {
+			commit = stampedCommit
 			return
 		}
 		if bi, ok := debug.ReadBuildInfo(); ok {
@@ -131,7 +139,11 @@ func Commit() string {
 }
 
 // tableHeader and tableRow are the columns that Table and Markdown share.
-var tableHeader = []string{"suite", "device", "size", "variant", "median ms", "GB/s", "GFLOP/s", "% peak", "vs baseline", "max rel err", "ok"}
+// "% roof" is the share of the roofline bound min(peak FLOP/s, intensity ×
+// peak GB/s), which is the larger of % of peak FLOP/s and % of peak GB/s.
+// Above 100% means caches supplied data that the traffic model counts as
+// DRAM traffic.
+var tableHeader = []string{"suite", "device", "size", "variant", "median ms", "GB/s", "GFLOP/s", "% roof", "vs baseline", "max rel err", "ok"}
 
 func tableRow(r Record) []string {
 	ok := "ok"

@@ -1,0 +1,158 @@
+package gemm
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"gpulab/engine"
+	"gpulab/engine/cuda"
+)
+
+// TileConfig is one set of step 09/10 parameters: the block tile BM×BN, its
+// depth BK, and the warp tile WM×WN.
+type TileConfig struct {
+	BM, BN, BK, WM, WN int
+}
+
+func (t TileConfig) String() string {
+	return fmt.Sprintf("BM=%d BN=%d BK=%d WM=%d WN=%d", t.BM, t.BN, t.BK, t.WM, t.WN)
+}
+
+// Threads is the block size: one warp per warp tile.
+func (t TileConfig) Threads() int { return (t.BM / t.WM) * (t.BN / t.WN) * 32 }
+
+func (t TileConfig) defines() []string {
+	return []string{fmt.Sprintf("-DBM=%d", t.BM), fmt.Sprintf("-DBN=%d", t.BN), fmt.Sprintf("-DBK=%d", t.BK),
+		fmt.Sprintf("-DWM=%d", t.WM), fmt.Sprintf("-DWN=%d", t.WN)}
+}
+
+func (t TileConfig) step() cudaStep {
+	return cudaStep{Variant: autotunedVariant(), kernel: "sgemm", block: t.Threads(), tileM: t.BM, tileN: t.BN, vecElem: 4}
+}
+
+func (t TileConfig) function(ctx *cuda.Context, s Shape) (*cuda.Function, error) {
+	return t.step().function(ctx, s, t.defines())
+}
+
+func (t TileConfig) launch(s Shape) cuda.LaunchConfig { return t.step().launch(s) }
+
+func autotunedVariant() Variant {
+	return Variant{Name: "10_autotuned", Kind: engine.CUDA, Precision: FP32,
+		Doc:     "step 09 with BM, BN, BK, WM, WN searched on this GPU and shape, cached",
+		Traffic: tiledTraffic(128, 128, 4)} // at the default tiles; a run records the tuned ones
+}
+
+// TileCandidates is the search space of step 10. Candidates that do not fit
+// (too much shared memory, too many registers) fail to compile or launch and
+// are skipped.
+var TileCandidates = []TileConfig{
+	{128, 128, 16, 64, 32}, {128, 128, 8, 64, 32}, {128, 128, 16, 32, 64}, {128, 128, 16, 64, 64},
+	{128, 128, 8, 64, 64}, {128, 256, 16, 64, 64}, {256, 128, 16, 64, 64}, {128, 256, 8, 64, 64},
+	{256, 128, 8, 64, 64}, {64, 256, 16, 32, 64}, {256, 64, 16, 64, 32}, {64, 128, 16, 32, 32},
+	{128, 64, 16, 32, 32}, {64, 64, 16, 32, 32}, {128, 128, 32, 64, 32},
+}
+
+var autotuneMu sync.Mutex
+
+// AutotunePath is the JSON file that keeps the best config per device and shape.
+func AutotunePath() string {
+	dir := os.Getenv("GPULAB_CACHE_DIR")
+	if dir == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			d = os.TempDir()
+		}
+		dir = filepath.Join(d, "gpulab")
+	}
+	return filepath.Join(dir, "gemm-autotune.json")
+}
+
+// Autotune returns the fastest TileConfig for shape s on ctx's GPU, searching
+// TileCandidates the first time and reading the cache after that.
+func Autotune(ctx *cuda.Context, s Shape) (TileConfig, error) {
+	autotuneMu.Lock()
+	defer autotuneMu.Unlock()
+	key := ctx.Properties().Name + " " + s.String()
+	cache := map[string]TileConfig{}
+	if data, err := os.ReadFile(AutotunePath()); err == nil {
+		json.Unmarshal(data, &cache) // a corrupt cache is rebuilt
+	}
+	if t, ok := cache[key]; ok {
+		return t, nil
+	}
+	best, err := search(ctx, s)
+	if err != nil {
+		return TileConfig{}, err
+	}
+	cache[key] = best
+	if data, err := json.MarshalIndent(cache, "", "  "); err == nil {
+		writeFileAtomic(AutotunePath(), data)
+	}
+	return best, nil
+}
+
+// search times every candidate on random inputs of shape s (3 runs after a
+// warm-up) and returns the fastest.
+func search(ctx *cuda.Context, s Shape) (TileConfig, error) {
+	p, err := NewProblem(s, 7)
+	if err != nil {
+		return TileConfig{}, err
+	}
+	r, err := newCUDARun(ctx, p)
+	if err != nil {
+		return TileConfig{}, err
+	}
+	defer r.close()
+	best, bestTime := TileConfig{}, time.Duration(math.MaxInt64)
+	var errs []error
+	for _, t := range TileCandidates {
+		fn, err := t.function(ctx, s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", t, err))
+			continue
+		}
+		cfg := t.launch(s)
+		run := func() error { return fn.Launch(cfg, s.M, s.N, s.K, r.a, r.b, r.c) }
+		if err := run(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", t, err))
+			continue
+		}
+		var total time.Duration
+		for range 3 {
+			d, err := r.timer.Time(run)
+			if err != nil {
+				return TileConfig{}, err
+			}
+			total += d
+		}
+		if total < bestTime {
+			best, bestTime = t, total
+		}
+	}
+	if bestTime == time.Duration(math.MaxInt64) {
+		return TileConfig{}, fmt.Errorf("gemm: autotune %s: no candidate ran: %v", s, errs)
+	}
+	return best, nil
+}
+
+// writeFileAtomic writes data next to path and renames it into place; the
+// cache is best effort, so errors only cost a new search.
+func writeFileAtomic(path string, data []byte) {
+	if os.MkdirAll(filepath.Dir(path), 0o755) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), path) != nil {
+		os.Remove(tmp.Name())
+	}
+}
