@@ -16,8 +16,8 @@ package gemm
 // four registers, added at the end): with one sum every add waits about 3
 // cycles for the previous one, with four independent chains the adds
 // overlap. That matters more than the transpose: with a single sum this
-// step ran at 2.4 GFLOP/s at 1024³ here, slower than step 02 (3.9), with
-// four at 5.3. Summing in a different order changes the rounding, not the
+// step ran at about 2.2 GFLOP/s at 1024³ here, slower than step 02 (3 to
+// 6, depending on the run), and with four at about 6. Summing in a different order changes the rounding, not the
 // accuracy class (the test tolerance covers it).
 //
 // Traffic model: each of the M·N dot products reads K floats of A and K of

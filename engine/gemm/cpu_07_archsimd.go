@@ -28,6 +28,18 @@ package gemm
 // Cost: a build flag (the package is experimental and outside the Go 1
 // compatibility promise), amd64 only, and code that checks for AVX-512 or
 // AVX2+FMA at run time (without either, this step runs step 06).
+//
+// And a trap, measured with Go 1.26.8 on this AVX-512 machine: in a
+// GOEXPERIMENT=simd build, the runtime's asynchronous preemption (every
+// ~10 ms of a long loop) saves and restores all 32 ZMM registers, which
+// leaves their upper halves dirty; Go's scalar float code uses legacy
+// (non-VEX) SSE instructions, which then run 2 to 3 times slower until
+// something executes VZEROUPPER. So in such builds, steps 01 to 06 (and
+// the float64 reference) lose much of their speed: step 06 measured 3.4
+// against 11 GFLOP/s on one core, 10 against 18 on two;
+// GODEBUG=asyncpreemptoff=1 restores it. Compare the scalar steps in a
+// default build. This step clears the upper halves itself
+// (archsimd.ClearAVXUpperBits) after each kernel call.
 
 import (
 	"simd/archsimd"
@@ -106,6 +118,10 @@ func simdBlocked(s Shape, a, b, c []float32, nr int, kernel func(kc int, a, b, t
 						cols := min(nr, n-j)
 						for i := 0; i < m; i += simdMR {
 							kernel(k, aBlock[i/simdMR*k*simdMR:(i/simdMR+1)*k*simdMR], bs, tile)
+							// VZEROUPPER before the scalar code that copies the tile
+							// out: legacy SSE instructions run with the upper halves
+							// of the vector registers dirty are slow (see above).
+							archsimd.ClearAVXUpperBits()
 							for r := 0; r < min(simdMR, m-i); r++ {
 								dst := c[(ic+i+r)*N+jc+j : (ic+i+r)*N+jc+j+cols]
 								src := tile[r*nr : r*nr+cols]
