@@ -95,11 +95,12 @@ func simdBlocked(s Shape, a, b, c []float32, nr int, kernel func(kc int, a, b, t
 					}
 				}
 			})
-			cpu.Parallel(M, simdMR, func(lo, hi int) {
+			parallelBlocks((M+simdMC-1)/simdMC, func() func(int) {
 				aBlock := make([]float32, simdMC*k)
 				tile := make([]float32, simdMR*nr)
-				for ic := lo; ic < hi; ic += simdMC {
-					m := min(simdMC, hi-ic)
+				return func(blk int) {
+					ic := blk * simdMC
+					m := min(simdMC, M-ic)
 					for st := 0; st*simdMR < m; st++ {
 						dst := aBlock[st*k*simdMR : (st+1)*k*simdMR]
 						i, rows := ic+st*simdMR, min(simdMR, m-st*simdMR)
