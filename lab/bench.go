@@ -57,8 +57,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	defer dev.Close()
-	opt := bench.Options{Warmup: *warmup, MinReps: *minReps, MinTime: *minTime, Variants: split(*variants), Progress: os.Stderr}
-	recs, err := bench.Run(suite, dev, split(*sizes), opt)
+	opt := bench.Options{Warmup: *warmup, MinReps: *minReps, MinTime: *minTime, Variants: bench.SplitList(*variants), Progress: os.Stderr}
+	recs, err := bench.Run(suite, dev, bench.SplitList(*sizes), opt)
 	if len(recs) > 0 {
 		fmt.Fprintf(stdout, "%s on %s (%s), commit %s\n", suite.Name, dev.ID, dev.Name, bench.Commit())
 		fmt.Fprint(stdout, bench.Table(recs))
@@ -73,16 +73,6 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "wrote %d records to %s\n", len(recs), *jsonPath)
 	}
 	return bench.Failed(recs)
-}
-
-func split(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // reportCmd prints the records of bench JSON files as one Markdown table,

@@ -76,6 +76,18 @@ func ParseBytes(s string) (int, error) {
 	return int(v * float64(mult)), nil
 }
 
+// SplitList splits a comma-separated list such as "64M, 1G", dropping empty
+// items: the form of --size, --variants and the notebooks' knobs.
+func SplitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // FormatBytes writes n with a binary unit: 1536 -> "1.5K".
 func FormatBytes(n float64) string {
 	for _, u := range []struct {

@@ -46,14 +46,7 @@ func runOnce(t *testing.T, what string, cases []bench.Case) []bench.Record {
 func TestCUDALadder(t *testing.T) {
 	ctx := cudaContext(t)
 	for _, size := range []string{"1x1x1", "7x5x3", "64", "255x257x129", "130x1x70", "1x200x33", "1000x1023x999", "256x128x260"} {
-		s, err := ParseShape(size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := NewProblem(s, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := mustProblem(t, size, 3)
 		cases, closeAll, err := cudaCases(ctx, p)
 		if err != nil {
 			t.Fatalf("%s: %v", size, err)

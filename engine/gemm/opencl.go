@@ -119,6 +119,16 @@ type clStep struct {
 	derive    func(d map[string]int) (local, tile [2]int, localBytes int, err error)
 }
 
+// Steps 05 and 06 share their tile parameters: 06 only adds prefetching.
+var (
+	clBlockedDefaults  = map[string]int{"TSM": 128, "TSN": 128, "TSK": 16, "WPTM": 8, "WPTN": 8, "PADA": 4}
+	clBlockedFallbacks = []map[string]int{
+		{"TSM": 64, "TSN": 64, "TSK": 16, "WPTM": 8, "WPTN": 8, "PADA": 4},
+		{"TSM": 32, "TSN": 32, "TSK": 8, "WPTM": 4, "WPTN": 4, "PADA": 4},
+		{"TSM": 16, "TSN": 16, "TSK": 4, "WPTM": 4, "WPTN": 4, "PADA": 4},
+	}
+)
+
 var clSteps = []clStep{
 	{
 		name:      "01_naive",
@@ -177,26 +187,18 @@ var clSteps = []clStep{
 		},
 	},
 	{
-		name:     "05_2d_register_blocking",
-		doc:      "TSM×TSN tiles, a WPTM×WPTN block of C in registers per work-item, float4 __local loads",
-		defaults: map[string]int{"TSM": 128, "TSN": 128, "TSK": 16, "WPTM": 8, "WPTN": 8, "PADA": 4},
-		fallbacks: []map[string]int{
-			{"TSM": 64, "TSN": 64, "TSK": 16, "WPTM": 8, "WPTN": 8, "PADA": 4},
-			{"TSM": 32, "TSN": 32, "TSK": 8, "WPTM": 4, "WPTN": 4, "PADA": 4},
-			{"TSM": 16, "TSN": 16, "TSK": 4, "WPTM": 4, "WPTN": 4, "PADA": 4},
-		},
-		derive: func(d map[string]int) ([2]int, [2]int, int, error) { return clDeriveBlocked(d, 1) },
+		name:      "05_2d_register_blocking",
+		doc:       "TSM×TSN tiles, a WPTM×WPTN block of C in registers per work-item, float4 __local loads",
+		defaults:  clBlockedDefaults,
+		fallbacks: clBlockedFallbacks,
+		derive:    func(d map[string]int) ([2]int, [2]int, int, error) { return clDeriveBlocked(d, 1) },
 	},
 	{
-		name:     "06_prefetching",
-		doc:      "double-buffered __local slices: slice t+1 loads while slice t computes, one barrier per slice",
-		defaults: map[string]int{"TSM": 128, "TSN": 128, "TSK": 16, "WPTM": 8, "WPTN": 8, "PADA": 4},
-		fallbacks: []map[string]int{
-			{"TSM": 64, "TSN": 64, "TSK": 16, "WPTM": 8, "WPTN": 8, "PADA": 4},
-			{"TSM": 32, "TSN": 32, "TSK": 8, "WPTM": 4, "WPTN": 4, "PADA": 4},
-			{"TSM": 16, "TSN": 16, "TSK": 4, "WPTM": 4, "WPTN": 4, "PADA": 4},
-		},
-		derive: func(d map[string]int) ([2]int, [2]int, int, error) { return clDeriveBlocked(d, 2) },
+		name:      "06_prefetching",
+		doc:       "double-buffered __local slices: slice t+1 loads while slice t computes, one barrier per slice",
+		defaults:  clBlockedDefaults,
+		fallbacks: clBlockedFallbacks,
+		derive:    func(d map[string]int) ([2]int, [2]int, int, error) { return clDeriveBlocked(d, 2) },
 	},
 }
 

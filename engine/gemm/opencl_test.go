@@ -74,14 +74,7 @@ func TestOpenCLLadder(t *testing.T) {
 		"300x260x196", "129x130x132", "130x132x131", "1000x1023x999"}
 	for _, dev := range clDevices(t) {
 		for _, size := range sizes {
-			s, err := ParseShape(size)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := NewProblem(s, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := mustProblem(t, size, 3)
 			cases, closeAll, err := openCLCases(dev.OpenCL, p)
 			if err != nil {
 				t.Fatalf("%s %s: %v", dev.ID, size, err)
@@ -329,14 +322,7 @@ func TestOpenCLTune(t *testing.T) {
 	if size == "" {
 		t.Skip("set GPULAB_CL_TUNE to a shape, e.g. 4096, to time tile parameters")
 	}
-	s, err := ParseShape(size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewProblem(s, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustProblem(t, size, 1)
 	want := p.Reference(FP32)
 	blocked := func(tsm, tsn, tsk, wptm, wptn, pad int) map[string]int {
 		return map[string]int{"TSM": tsm, "TSN": tsn, "TSK": tsk, "WPTM": wptm, "WPTN": wptn, "PADA": pad}
@@ -356,7 +342,7 @@ func TestOpenCLTune(t *testing.T) {
 			t.Logf("%s: a CPU, skipped (set GPULAB_CL_TUNE_CPU=1 to time it anyway)", dev.ID)
 			continue
 		}
-		bufs, err := clUpload(dev.OpenCL, s, p.A, p.B)
+		bufs, err := clUpload(dev.OpenCL, p.Shape, p.A, p.B)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -374,7 +360,7 @@ func TestOpenCLTune(t *testing.T) {
 				}
 				best := time.Duration(math.MaxInt64)
 				for range 5 {
-					ev, err := built.launch(dev.OpenCL, s, bufs.a, bufs.b, bufs.c)
+					ev, err := built.launch(dev.OpenCL, p.Shape, bufs.a, bufs.b, bufs.c)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -385,13 +371,13 @@ func TestOpenCLTune(t *testing.T) {
 					}
 					best = min(best, d)
 				}
-				got := make([]float32, s.M*s.N)
+				got := make([]float32, p.M*p.N)
 				if err := opencl.ReadSlice(dev.OpenCL, bufs.c, got); err != nil {
 					t.Fatal(err)
 				}
 				chk := bench.Compare(got, want)
 				t.Logf("%s %s %-22s %-58s %8.3f ms %8.0f GFLOP/s  max rel err %.2g",
-					dev.ID, size, step, cfg.Options(), best.Seconds()*1e3, s.Flops()/best.Seconds()/1e9, chk.MaxRelErr)
+					dev.ID, size, step, cfg.Options(), best.Seconds()*1e3, p.Flops()/best.Seconds()/1e9, chk.MaxRelErr)
 			}
 		}
 		bufs.release()

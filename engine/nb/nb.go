@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/janpfeifer/gonb/gonbui"
@@ -25,24 +24,14 @@ import (
 
 // DeviceIDs returns the ids in $GPULAB_DEVICES, or every usable device.
 func DeviceIDs() []string {
-	if ids := list(os.Getenv("GPULAB_DEVICES")); len(ids) > 0 {
+	if ids := bench.SplitList(os.Getenv("GPULAB_DEVICES")); len(ids) > 0 {
 		return ids
 	}
 	return engine.IDs()
 }
 
 // Sizes returns the sizes in $GPULAB_SIZES, or nil for each suite's default sweep.
-func Sizes() []string { return list(os.Getenv("GPULAB_SIZES")) }
-
-func list(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+func Sizes() []string { return bench.SplitList(os.Getenv("GPULAB_SIZES")) }
 
 // Must stops the cell when err is not nil: it prints the error and exits
 // with status 1, which the notebook runner reports as a failed cell.
