@@ -98,6 +98,7 @@ func driverSymbols() map[string]any {
 		"cuFuncLoad?":                                 &cuFuncLoad,
 		"cuLaunchKernel":                              &cuLaunchKernel,
 		"cuOccupancyMaxActiveBlocksPerMultiprocessor": &cuOccupancyMaxActiveBlocks,
+		"cuTensorMapEncodeTiled?":                     &cuTensorMapEncodeTiled,
 	}
 }
 

@@ -276,7 +276,8 @@ func Grid1D(n, block int) LaunchConfig {
 
 // Launch queues the kernel with typed Go arguments. Accepted types: *Buffer and
 // DevicePtr (pointers), int (sized to the parameter), int8..int64,
-// uint8..uint64, float32, float64 and bool. An argument count or size that does
+// uint8..uint64, float32, float64, bool, and *TensorMap (a 128-byte
+// __grid_constant__ parameter). An argument count or size that does
 // not match the kernel's parameters is an error, never a crash.
 func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	g, b := cfg.Grid.norm(), cfg.Block.norm()
@@ -329,6 +330,15 @@ func (f *Function) pack(args []any) ([][]byte, error) {
 		want := 0
 		if f.params != nil {
 			want = f.params[i]
+		}
+		if tm, ok := a.(*TensorMap); ok { // 128 bytes, passed by value
+			if want != 0 && want != len(tm) {
+				return nil, fmt.Errorf("launch %s: argument %d is a TensorMap (%d bytes) but the kernel parameter has %d bytes", f.name, i, len(tm), want)
+			}
+			slot := make([]uint64, len(tm)/8)
+			copy(unsafe.Slice((*byte)(unsafe.Pointer(&slot[0])), len(tm)), tm[:])
+			out[i] = unsafe.Slice((*byte)(unsafe.Pointer(&slot[0])), len(tm))
+			continue
 		}
 		v, size, err := argBits(a, want)
 		if err != nil {

@@ -23,6 +23,7 @@ type cudaStep struct {
 	vecElem int                  // elements per 16 bytes when the file uses VEC (4 fp32, 8 bf16); 0: no VEC
 	blas    func(*cudaRun) error // cuBLAS baselines
 	tuned   bool                 // step 10: parameters from Autotune
+	hopper  bool                 // step 12: wgmma and TMA, sm_90a only
 }
 
 // tiledTraffic is the global traffic of a kernel whose blocks compute bm×bn
@@ -74,6 +75,8 @@ func cudaSteps() []cudaStep {
 			kernel: "wmma_tf32", block: 256, tileM: 128, tileN: 128, vecElem: 4},
 		{Variant: v("11_wmma_bf16", "tensor cores (WMMA, mma.sync) on BF16 inputs", BF16),
 			kernel: "wmma_bf16", block: 256, tileM: 128, tileN: 128, vecElem: 8},
+		{Variant: v("12_wgmma_tma", "Hopper: wgmma on shared-memory operands fed by TMA, producer/consumer warpgroups", BF16),
+			kernel: "wgmma_bf16", hopper: true, block: 384, tileM: 128, tileN: 256},
 	}
 	for i := range steps {
 		s := &steps[i]
@@ -137,7 +140,7 @@ func (st cudaStep) function(ctx *cuda.Context, s Shape, extra []string) (*cuda.F
 }
 
 func (st cudaStep) fileName() string {
-	if st.Precision != FP32 && st.kernel != "" {
+	if st.Precision != FP32 && st.kernel != "" && !st.hopper {
 		return "11_wmma"
 	}
 	return st.Name
@@ -163,12 +166,13 @@ type cudaRun struct {
 	p        *Problem
 	a, b, c  *cuda.Buffer // FP32 inputs and the output
 	a16, b16 *cuda.Buffer // BF16 inputs (bfloat16 bits)
+	ap, bp   *cuda.Buffer // step 12 scratch: A and B with rows padded to 16 bytes
 	blasH    *cuda.BLAS
 	timer    *cuda.Timer
 }
 
 func (r *cudaRun) close() {
-	for _, b := range []*cuda.Buffer{r.a, r.b, r.c, r.a16, r.b16} {
+	for _, b := range []*cuda.Buffer{r.a, r.b, r.c, r.a16, r.b16, r.ap, r.bp} {
 		b.Free()
 	}
 	if r.blasH != nil {
@@ -247,6 +251,15 @@ func cudaCases(ctx *cuda.Context, p *Problem) (cases []bench.Case, closeAll func
 		switch {
 		case st.blas != nil:
 			cases = append(cases, r.newCase(st.Variant, func() error { return st.blas(r) }))
+		case st.hopper:
+			if ctx.Properties().Major != 9 {
+				continue // wgmma and TMA exist on sm_90 (Hopper) only
+			}
+			c, err := r.hopperCase(st)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", st.Name, err)
+			}
+			cases = append(cases, c)
 		case st.tuned:
 			tuned, err := Autotune(ctx, p.Shape)
 			if err != nil {
@@ -269,4 +282,67 @@ func cudaCases(ctx *cuda.Context, p *Problem) (cases []bench.Case, closeAll func
 		}
 	}
 	return cases, r.close, nil
+}
+
+// hopperCase prepares step 12: tensor maps over A and B (over zero-padded
+// copies when K or N is not a multiple of 8, since TMA needs 16-byte rows),
+// and a run that does the padding, if any, and the product, all timed.
+func (r *cudaRun) hopperCase(st cudaStep) (bench.Case, error) {
+	p := r.p
+	kp, np := (p.K+7)/8*8, (p.N+7)/8*8
+	src, err := kernels.CUDA("gemm/" + st.Name)
+	if err != nil {
+		return bench.Case{}, err
+	}
+	mod, err := r.ctx.Compile(cuda.Source{Name: "gemm/" + st.Name + ".cu", Code: src, Options: []string{"--gpu-architecture=sm_90a"}})
+	if err != nil {
+		return bench.Case{}, err
+	}
+	fn, err := mod.Function(st.kernel)
+	if err != nil {
+		return bench.Case{}, err
+	}
+	pad, err := mod.Function("pad_cols")
+	if err != nil {
+		return bench.Case{}, err
+	}
+	a, b := r.a16, r.b16
+	var pads []func() error // the copies into padded buffers, run before the product
+	padded := func(src *cuda.Buffer, rows, cols, ld int, dst **cuda.Buffer) (*cuda.Buffer, error) {
+		if ld == cols {
+			return src, nil
+		}
+		buf, err := cuda.AllocSlice[uint16](r.ctx, rows*ld)
+		if err != nil {
+			return nil, err
+		}
+		*dst = buf
+		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: ceilDiv(ld, 256), Y: rows}, Block: cuda.Dim3{X: 256}}
+		pads = append(pads, func() error { return pad.Launch(cfg, rows, cols, ld, src, buf) })
+		return buf, nil
+	}
+	if a, err = padded(a, p.M, p.K, kp, &r.ap); err != nil {
+		return bench.Case{}, err
+	}
+	if b, err = padded(b, p.K, p.N, np, &r.bp); err != nil {
+		return bench.Case{}, err
+	}
+	tmA, err := cuda.TensorMap2D(a, cuda.TensorBFloat16, 2, p.M, kp, 128, 64, cuda.Swizzle128B)
+	if err != nil {
+		return bench.Case{}, err
+	}
+	tmB, err := cuda.TensorMap2D(b, cuda.TensorBFloat16, 2, p.K, np, 64, 64, cuda.Swizzle128B)
+	if err != nil {
+		return bench.Case{}, err
+	}
+	const smemBytes = 4*(128+256)*64*2 + 64 + 1024 // 4 stages of A and B tiles, barriers, alignment slack
+	main := cuda.LaunchConfig{Grid: cuda.Dim3{X: ceilDiv(p.N, 256), Y: ceilDiv(p.M, 128)}, Block: cuda.Dim3{X: 384}, SharedMem: smemBytes}
+	return r.newCase(st.Variant, func() error {
+		for _, f := range pads {
+			if err := f(); err != nil {
+				return err
+			}
+		}
+		return fn.Launch(main, p.M, p.N, p.K, tmA, tmB, r.c)
+	}), nil
 }
