@@ -32,6 +32,12 @@ if [[ -n "$(go list -e ./... 2>/dev/null)" ]]; then
   run_stage "go vet" go vet ./...
   # shellcheck disable=SC2086  # GOTESTFLAGS is a list of flags
   run_stage "go test" go test ${GOTESTFLAGS:-} ./...
+  # The CPU GEMM ladder's step 07 uses Go 1.26's experimental simd/archsimd, which exists only in
+  # builds with GOEXPERIMENT=simd (amd64): test that build of the package too.
+  if [[ "$(go env GOARCH)" == amd64 ]]; then
+    # shellcheck disable=SC2086
+    run_stage "simd test" env GOEXPERIMENT=simd go test ${GOTESTFLAGS:-} -run CPU ./engine/gemm
+  fi
 else
   log "no Go packages yet: skipping go vet and go test"
 fi
