@@ -210,16 +210,8 @@ func TestLocalArgument(t *testing.T) {
 	for i := range x {
 		x[i] = float32(i % 7)
 	}
-	xs, err := c.Alloc(4 * n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer xs.Release()
-	sums, err := c.Alloc(4 * groups)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sums.Release()
+	xs := mustAlloc(t, c, 4*n)
+	sums := mustAlloc(t, c, 4*groups)
 	if err := opencl.WriteSlice(c, xs, x); err != nil {
 		t.Fatal(err)
 	}
@@ -301,11 +293,7 @@ func TestLaunchErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf, err := c.Alloc(4 * 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Release()
+	buf := mustAlloc(t, c, 4*64)
 	released, err := c.Alloc(4)
 	if err != nil {
 		t.Fatal(err)
@@ -384,11 +372,7 @@ func TestAllocErrors(t *testing.T) {
 
 func TestReadWriteBounds(t *testing.T) {
 	c := newContext(t)
-	b, err := c.Alloc(16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Release()
+	b := mustAlloc(t, c, 16)
 	if b.Size() != 16 {
 		t.Fatalf("Size() = %d, want 16", b.Size())
 	}
@@ -436,11 +420,7 @@ func TestReadWriteBounds(t *testing.T) {
 
 func TestSliceRoundTrip(t *testing.T) {
 	c := newContext(t)
-	b, err := c.Alloc(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Release()
+	b := mustAlloc(t, c, 64)
 	for _, test := range []struct {
 		name string
 		run  func() (bool, error)
@@ -482,16 +462,8 @@ func roundTrip[T opencl.Number](c *opencl.Context, b *opencl.Buffer, want []T) (
 func TestCopyBuffer(t *testing.T) {
 	c := newContext(t)
 	const n = 1000
-	src, err := c.Alloc(4 * n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Release()
-	dst, err := c.Alloc(4 * n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Release()
+	src := mustAlloc(t, c, 4*n)
+	dst := mustAlloc(t, c, 4*n)
 	want := make([]int32, n)
 	for i := range want {
 		want[i] = int32(i*i - 500)
@@ -524,11 +496,7 @@ func TestCopyBuffer(t *testing.T) {
 		}
 	}
 
-	small, err := c.Alloc(8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer small.Release()
+	small := mustAlloc(t, c, 8)
 	for _, test := range []struct {
 		name     string
 		dst, src *opencl.Buffer
@@ -693,4 +661,15 @@ func TestErrorText(t *testing.T) {
 			t.Errorf("Error(%d) = %q, want %q", int32(test.code), got, test.want)
 		}
 	}
+}
+
+// mustAlloc allocates a buffer released when the test ends, or stops the test.
+func mustAlloc(t *testing.T, c *opencl.Context, bytes int) *opencl.Buffer {
+	t.Helper()
+	b, err := c.Alloc(bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Release)
+	return b
 }
