@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"gpulab/engine"
+	"gpulab/engine/cuda"
 )
 
 func devicesCmd(args []string, stdout, stderr io.Writer) error {
@@ -43,6 +44,13 @@ func devicesCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		for _, m := range missing {
 			fmt.Fprintf(stderr, "no %s device: %s\n", m.Kind, m.Reason)
+		}
+		if v, err := cuda.DriverVersion(); err == nil {
+			nvrtc, err := cuda.NVRTCVersion()
+			if err != nil {
+				nvrtc = err.Error()
+			}
+			fmt.Fprintf(stderr, "cuda: driver API %d.%d (%s), NVRTC %s\n", v/1000, v%1000/10, cuda.DriverPath(), nvrtc)
 		}
 	}
 	return nil

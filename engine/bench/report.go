@@ -88,19 +88,6 @@ func SplitList(s string) []string {
 	return out
 }
 
-// FormatBytes writes n with a binary unit: 1536 -> "1.5K".
-func FormatBytes(n float64) string {
-	for _, u := range []struct {
-		unit string
-		size float64
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n >= u.size {
-			return strconv.FormatFloat(n/u.size, 'f', -1, 64) + u.unit
-		}
-	}
-	return strconv.FormatFloat(n, 'f', -1, 64)
-}
-
 var (
 	commitOnce sync.Once
 	commit     string
