@@ -13,6 +13,7 @@ import (
 
 	_ "gpulab/engine/bandwidth" // registers the copy, vecadd and saxpy suites
 	_ "gpulab/engine/gemm"      // registers the gemm suite
+	_ "gpulab/engine/warps"     // registers the OpenCL-and-warps experiments
 )
 
 const usage = `lab: gpulab's command line.

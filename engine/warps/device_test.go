@@ -1,0 +1,53 @@
+package warps
+
+import (
+	"strings"
+	"testing"
+
+	"gpulab/engine"
+)
+
+// eachGPU runs fn on every CUDA and OpenCL device of this machine (PoCL here,
+// the H200 through CUDA and NVIDIA OpenCL on the GPU machine), or skips.
+func eachGPU(t *testing.T, fn func(t *testing.T, dev *engine.Device, g *gpu)) {
+	t.Helper()
+	devs, _ := engine.Devices()
+	ran := false
+	for _, info := range devs {
+		if info.Kind == engine.CPU {
+			continue
+		}
+		dev, err := engine.Open(info.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := newGPU(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(info.ID, func(t *testing.T) { fn(t, dev, g) })
+		g.close()
+		dev.Close()
+		ran = true
+	}
+	if !ran {
+		t.Skip("no CUDA or OpenCL device")
+	}
+}
+
+func TestLaunchRejectsBadRanges(t *testing.T) {
+	eachGPU(t, func(t *testing.T, dev *engine.Device, g *gpu) {
+		for _, tc := range []struct {
+			global, local []int
+		}{{[]int{100}, []int{32}}, {[]int{64}, []int{0}}, {[]int{64, 64}, []int{8}}, {nil, nil}} {
+			_, err := g.launch(kernel{name: "k"}, tc.global, tc.local, 0)
+			if err == nil || !strings.Contains(err.Error(), "local") {
+				t.Errorf("global %v local %v: %v", tc.global, tc.local, err)
+			}
+		}
+	})
+	dev, _ := engine.Open("cpu")
+	if _, err := newGPU(dev); err == nil {
+		t.Error("the CPU device became a gpu")
+	}
+}
