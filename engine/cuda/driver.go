@@ -99,6 +99,8 @@ func driverSymbols() map[string]any {
 		"cuLaunchKernel":                              &cuLaunchKernel,
 		"cuOccupancyMaxActiveBlocksPerMultiprocessor": &cuOccupancyMaxActiveBlocks,
 		"cuTensorMapEncodeTiled?":                     &cuTensorMapEncodeTiled,
+		"cuTexObjectCreate?":                          &cuTexObjectCreate,
+		"cuTexObjectDestroy?":                         &cuTexObjectDestroy,
 	}
 }
 

@@ -364,6 +364,11 @@ func argBits(a any, want int) (uint64, int, error) {
 		return uint64(v.ptr), 8, nil
 	case DevicePtr:
 		return uint64(v), 8, nil
+	case *Texture: // a cudaTextureObject_t parameter: the 64-bit handle
+		if v == nil || v.h == 0 {
+			return 0, 8, fmt.Errorf("nil or destroyed *Texture")
+		}
+		return v.h, 8, nil
 	case int:
 		if want == 8 {
 			return uint64(int64(v)), 8, nil
@@ -398,6 +403,6 @@ func argBits(a any, want int) (uint64, int, error) {
 	case float64:
 		return math.Float64bits(v), 8, nil
 	default:
-		return 0, 0, fmt.Errorf("unsupported type %T (use *cuda.Buffer, DevicePtr, int, sized integers, float32, float64 or bool)", a)
+		return 0, 0, fmt.Errorf("unsupported type %T (use *cuda.Buffer, DevicePtr, *cuda.Texture, int, sized integers, float32, float64 or bool)", a)
 	}
 }

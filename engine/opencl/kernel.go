@@ -108,7 +108,7 @@ type Local int
 // error otherwise.
 //
 // args must match the kernel's parameters in number and order. Each is
-// a *Buffer (for a __global pointer), Local (for a __local pointer), or one
+// a *Buffer (for a __global pointer), *Image (for an image2d_t), Local (for a __local pointer), or one
 // of int32, uint32, int64, uint64, float32 and float64 (for int, uint, long,
 // ulong, float and double).
 func (c *Context) Launch(k *Kernel, global, local []int, args ...any) (*Event, error) {
@@ -184,6 +184,11 @@ func (c *Context) setArg(k *Kernel, i int, arg any) error {
 			return err
 		}
 		return setScalarArg(k, i, v.id)
+	case *Image:
+		if err := c.ownImage(v); err != nil {
+			return err
+		}
+		return setScalarArg(k, i, v.id)
 	case Local:
 		if v <= 0 {
 			return fmt.Errorf("Local(%d): size must be positive", v)
@@ -204,7 +209,7 @@ func (c *Context) setArg(k *Kernel, i int, arg any) error {
 	case int, uint:
 		return fmt.Errorf("unsupported type %T: use int32 or int64 (uint32 or uint64) to match the kernel's parameter", arg)
 	}
-	return fmt.Errorf("unsupported type %T: want *Buffer, Local, int32, uint32, int64, uint64, float32 or float64", arg)
+	return fmt.Errorf("unsupported type %T: want *Buffer, *Image, Local, int32, uint32, int64, uint64, float32 or float64", arg)
 }
 
 // setScalarArg passes v by value as argument i of k. For a *Buffer, v is
