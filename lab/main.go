@@ -23,6 +23,7 @@ Usage:
   lab bench SUITE [flags]               run a benchmark suite (lab bench --help)
   lab bench --list                      list the suites
   lab report FILE.json ...              print benchmark records as a Markdown table (for docs/)
+  lab plot --x PARAM --out F.png FILE.json ...   draw records as a chart (lab plot --help)
 
 Device ids select a device everywhere: cpu, opencl:P:D, cuda:N.
 `
@@ -46,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = benchCmd(args[1:], stdout, stderr)
 	case "report":
 		err = reportCmd(args[1:], stdout)
+	case "plot":
+		err = plotCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

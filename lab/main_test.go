@@ -57,6 +57,19 @@ func TestBenchCopyWritesJSON(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "| copy | cpu | 1M | go_parallel |") || !strings.Contains(out, "- cpu (") {
 		t.Errorf("report: exit %d\n%s%s", code, out, errs)
 	}
+	png := filepath.Join(t.TempDir(), "copy.png")
+	if code, out, errs := lab("plot", "--x", "bytes", "--y", "gbps", "--series", "device,variant", "--where", "device=cpu", "--logx", "--title", "copy", "--out", png, path); code != 0 || !strings.Contains(out, "wrote") {
+		t.Errorf("plot: exit %d %s %s", code, out, errs)
+	}
+	if info, err := os.Stat(png); err != nil || info.Size() < 1000 {
+		t.Errorf("plot wrote %v %v", info, err)
+	}
+	if code, _, errs := lab("plot", "--x", "bytes", "--where", "device=cuda:9", "--out", png, path); code == 0 || !strings.Contains(errs, `parameter "bytes"`) {
+		t.Errorf("plot with nothing left after --where: exit %d, %s", code, errs)
+	}
+	if code, _, errs := lab("plot", "--x", "nope", "--out", png, path); code == 0 || !strings.Contains(errs, `parameter "nope"`) {
+		t.Errorf("plot of a missing parameter: exit %d, %s", code, errs)
+	}
 	if code, _, errs := lab("report", filepath.Join(t.TempDir(), "missing.json")); code == 0 || !strings.Contains(errs, "missing.json") {
 		t.Errorf("report of a missing file: exit %d, %s", code, errs)
 	}
