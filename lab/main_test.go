@@ -61,6 +61,9 @@ func TestBenchCopyWritesJSON(t *testing.T) {
 	if code, out, errs := lab("plot", "--x", "bytes", "--y", "gbps", "--series", "device,variant", "--where", "device=cpu", "--logx", "--title", "copy", "--out", png, path); code != 0 || !strings.Contains(out, "wrote") {
 		t.Errorf("plot: exit %d %s %s", code, out, errs)
 	}
+	if code, _, errs := lab("plot", "--bars", "--title", "speedups", "--out", png, path); code != 0 {
+		t.Errorf("plot --bars: exit %d %s", code, errs)
+	}
 	if info, err := os.Stat(png); err != nil || info.Size() < 1000 {
 		t.Errorf("plot wrote %v %v", info, err)
 	}

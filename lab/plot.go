@@ -22,17 +22,18 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 	var where whereFlags
 	fs.Var(&where, "where", "keep only records whose device, variant or parameter KEY has VALUE (KEY=VALUE, repeatable)")
 	roofline := fs.Bool("roofline", false, "draw the records on their device's roofline instead")
+	bars := fs.Bool("bars", false, "draw each record's speedup over its baseline as a bar instead")
 	logX := fs.Bool("logx", false, "logarithmic x axis")
 	title := fs.String("title", "", "the chart's title")
 	out := fs.String("out", "", "output file, .png or .html")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab plot (--x PARAM [--y median_ms|gbps|gflops] [--series KEY] | --roofline) --out FILE.png FILE.json ...")
+		fmt.Fprintln(stderr, "usage: lab plot (--x PARAM [--y median_ms|gbps|gflops] [--series KEY] | --roofline | --bars) --out FILE.png FILE.json ...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
-	if *out == "" || fs.NArg() == 0 || (*x == "" && !*roofline) {
+	if *out == "" || fs.NArg() == 0 || (*x == "" && !*roofline && !*bars) {
 		fs.Usage()
 		return usageError{fmt.Errorf("need --out, --x or --roofline, and at least one JSON file")}
 	}
@@ -49,7 +50,17 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	var fig *plot.Figure
-	if *roofline {
+	if *bars {
+		var labels []string
+		var values []float64
+		for _, r := range recs {
+			if r.OK && r.Speedup > 0 {
+				labels = append(labels, r.Device+" "+r.Variant)
+				values = append(values, r.Speedup)
+			}
+		}
+		fig = plot.Bars(*title, "speedup over the baseline (x)", labels, values).WithReference(1, "baseline").WithValueSuffix("x")
+	} else if *roofline {
 		f, err := rooflineFigure(*title, recs)
 		if err != nil {
 			return err

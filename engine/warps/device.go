@@ -175,12 +175,23 @@ func (g *gpu) launch(k kernel, global, local []int, smem int, args ...any) (time
 		}
 		return g.timer.Time(func() error { return k.cu.Launch(cfg, conv...) })
 	}
+	if max, _, _, _, err := k.cl.WorkGroupInfo(); err == nil && prod(local) > max {
+		return 0, fmt.Errorf("warps: launch %s: a work-group of %v (%d work-items) exceeds this kernel's limit of %d on this device", k.name, local, prod(local), max)
+	}
 	ev, err := g.cl.Launch(k.cl, global, local, conv...)
 	if err != nil {
 		return 0, err
 	}
 	defer ev.Release()
 	return ev.Duration()
+}
+
+func prod(s []int) int {
+	p := 1
+	for _, v := range s {
+		p *= v
+	}
+	return p
 }
 
 // roundUp rounds n up to a multiple of m.

@@ -46,6 +46,18 @@ func TestLaunchRejectsBadRanges(t *testing.T) {
 			}
 		}
 	})
+	// A work-group larger than the device allows names the limit.
+	eachGPU(t, func(t *testing.T, dev *engine.Device, g *gpu) {
+		k, err := g.kernel("intensity", "intensity", "-DF=1")
+		if err != nil {
+			t.Skipf("no test kernel: %v", err)
+		}
+		out, _ := g.alloc(1 << 16)
+		_, err = g.launch(k, []int{1 << 16}, []int{1 << 15}, 0, 1<<16, out, out)
+		if err == nil || !strings.Contains(err.Error(), "32768") || !strings.Contains(err.Error(), "exceeds") {
+			t.Errorf("oversized work-group: %v", err)
+		}
+	})
 	dev, _ := engine.Open("cpu")
 	if _, err := newGPU(dev); err == nil {
 		t.Error("the CPU device became a gpu")
