@@ -63,7 +63,7 @@ func banksWays(s, p int) int {
 // banksReps is R: enough reads that shared traffic dominates on a GPU, few
 // enough that PoCL finishes 30 variants in seconds.
 func banksReps(dev engine.Info) int {
-	if occupancyCPULike(dev) {
+	if cpuLike(dev) {
 		return 64
 	}
 	return 1024

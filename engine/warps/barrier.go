@@ -44,7 +44,7 @@ func init() {
 		Name: "barrier",
 		Doc: "cost of a work-group barrier at local sizes 32..256: rounds of local-memory exchange " +
 			"with a barrier (bar_lL) against the same work without one (nobar_lL); sizes: elements",
-		Sizes: sweepSizes,
+		Sizes: sizes("1M", "16M"),
 		Cases: barrierCases,
 	})
 }
@@ -89,7 +89,7 @@ func barrierCases(dev *engine.Device, size string) (cases []bench.Case, closeFn 
 			g.close()
 		}
 	}()
-	n, err := sweepElements(size)
+	n, err := elements(size)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gpulab/engine"
+	"gpulab/engine/bench"
 	"gpulab/engine/cuda"
 	"gpulab/engine/opencl"
 	"gpulab/kernels"
@@ -184,6 +185,42 @@ func (g *gpu) launch(k kernel, global, local []int, smem int, args ...any) (time
 	}
 	defer ev.Release()
 	return ev.Duration()
+}
+
+// cpuLike reports whether dev is the CPU or a CPU-type OpenCL device (PoCL):
+// the heuristic of bandwidth.defaultSizes, a peak bandwidth under 500 GB/s.
+func cpuLike(dev engine.Info) bool {
+	return dev.Kind == engine.CPU || dev.PeakGBps > 0 && dev.PeakGBps < 500
+}
+
+// sizes is a suite's default sweep: one size on CPU-like devices, another on GPUs.
+func sizes(cpu, gpu string) func(engine.Info) []string {
+	return func(dev engine.Info) []string {
+		if cpuLike(dev) {
+			return []string{cpu}
+		}
+		return []string{gpu}
+	}
+}
+
+// elements reads an element count such as "64K", "1M" or "16M".
+func elements(size string) (int, error) {
+	n, err := bench.ParseBytes(size)
+	if err != nil {
+		return 0, fmt.Errorf("size %q is a number of elements: %w", size, err)
+	}
+	if n > 1<<30 {
+		return 0, fmt.Errorf("size %q: at most 1G elements (kernels index with 32-bit ints)", size)
+	}
+	return n, nil
+}
+
+// write copies x into an existing buffer b.
+func write[T float32 | int32](g *gpu, b buffer, x []T) error {
+	if g.cu != nil {
+		return cuda.CopyHtoD(b.cu, x)
+	}
+	return opencl.WriteSlice(g.cl, b.cl, x)
 }
 
 func prod(s []int) int {

@@ -8,8 +8,6 @@ import (
 	"gpulab/engine"
 	"gpulab/engine/bench"
 	"gpulab/engine/cpu"
-	"gpulab/engine/cuda"
-	"gpulab/engine/opencl"
 )
 
 // The divergence suite: every work-item runs one of two equally long chains of
@@ -53,31 +51,9 @@ func init() {
 		Name: "divergence",
 		Doc: "branch divergence: lanes of one 32-lane warp taking different branches of equal cost " +
 			"(uniform, warp_split, alternate_lanes, random_p*, branchless); size = elements",
-		Sizes: divSizes,
+		Sizes: sizes("1M", "16M"),
 		Cases: divergenceCases,
 	})
-}
-
-// divSizes is one size of elements: 1M on CPUs and CPU-like OpenCL devices
-// (PoCL: peak bandwidth under 500 GB/s, as in bandwidth.defaultSizes), 16M on
-// GPUs, enough work-items to fill an H200 many times over.
-func divSizes(dev engine.Info) []string {
-	if dev.Kind == engine.CPU || dev.PeakGBps > 0 && dev.PeakGBps < 500 {
-		return []string{"1M"}
-	}
-	return []string{"16M"}
-}
-
-// divElements reads a size such as "1M" as a number of elements.
-func divElements(size string) (int, error) {
-	n, err := bench.ParseBytes(size)
-	if err != nil {
-		return 0, fmt.Errorf("size %q is a number of elements: %w", size, err)
-	}
-	if n > math.MaxInt32-divLocal {
-		return 0, fmt.Errorf("size %q: at most %d elements", size, math.MaxInt32-divLocal)
-	}
-	return n, nil
 }
 
 // divHash is a deterministic pseudo-random number in [0, 1) for element i.
@@ -147,16 +123,8 @@ func divChain(v, a, c float32, iters int) float32 {
 	return v
 }
 
-// divWrite copies x into an existing buffer b.
-func divWrite[T float32 | int32](g *gpu, b buffer, x []T) error {
-	if g.cu != nil {
-		return cuda.CopyHtoD(b.cu, x)
-	}
-	return opencl.WriteSlice(g.cl, b.cl, x)
-}
-
 func divergenceCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
-	n, err := divElements(size)
+	n, err := elements(size)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,10 +209,10 @@ func divergenceCases(dev *engine.Device, size string) ([]bench.Case, func(), err
 			Tol:      1e-5,
 			Reset: func() error {
 				mask = v.mask(n)
-				if err := divWrite(g, maskBuf, mask); err != nil {
+				if err := write(g, maskBuf, mask); err != nil {
 					return err
 				}
-				return divWrite(g, out, zeros)
+				return write(g, out, zeros)
 			},
 			Run: func() (time.Duration, error) {
 				return g.launch(k, global, local, 0, n, maskBuf, xb, out)

@@ -87,7 +87,7 @@ func TestDivergenceNeedsAGPU(t *testing.T) {
 	if _, _, err := divergenceCases(dev, "1K"); err == nil {
 		t.Error("divergence ran on the CPU device")
 	}
-	if _, err := divElements("zero"); err == nil {
+	if _, err := elements("zero"); err == nil {
 		t.Error("a bad size parsed")
 	}
 }

@@ -53,18 +53,9 @@ func init() {
 		Name: "fastmath",
 		Doc: "precise vs fast-math flags vs native/intrinsic exp and sin: speedup and measured max relative error; " +
 			"size = elements",
-		Sizes: fastSizes,
+		Sizes: sizes("256K", "16M"),
 		Cases: fastmathCases,
 	})
-}
-
-// fastSizes is 256K elements on CPUs and CPU-like OpenCL devices (PoCL runs
-// the precise build at about 1 s per 1M elements on two cores) and 16M on GPUs.
-func fastSizes(dev engine.Info) []string {
-	if dev.Kind == engine.CPU || dev.PeakGBps > 0 && dev.PeakGBps < 500 {
-		return []string{"256K"}
-	}
-	return []string{"16M"}
 }
 
 // fastStep is the kernels' STEP, 32.0f / ITERS in float32.
@@ -83,7 +74,7 @@ func fastRef(x float32) float32 {
 }
 
 func fastmathCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
-	n, err := divElements(size)
+	n, err := elements(size)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,7 +124,7 @@ func fastmathCases(dev *engine.Device, size string) ([]bench.Case, func(), error
 			Flops:    7 * fastIters * float64(n),
 			Bytes:    8 * float64(n),
 			Tol:      v.tol,
-			Reset:    func() error { return divWrite(g, out, zeros) },
+			Reset:    func() error { return write(g, out, zeros) },
 			Run: func() (time.Duration, error) {
 				return g.launch(k, global, local, 0, n, xb, out)
 			},

@@ -29,7 +29,7 @@ func init() {
 		Name: "intensity",
 		Doc: "arithmetic-intensity sweep for the roofline: read+write 8 bytes and F FMAs per element, " +
 			"F = 1..512 (F/4 flop/byte; sizes: elements)",
-		Sizes: sweepSizes,
+		Sizes: sizes("1M", "16M"),
 		Cases: intensityCases,
 	})
 }
@@ -44,7 +44,7 @@ func intensityCases(dev *engine.Device, size string) (cases []bench.Case, closeF
 			g.close()
 		}
 	}()
-	n, err := sweepElements(size)
+	n, err := elements(size)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -34,24 +34,9 @@ func init() {
 			"blocks_per_sm*256/MaxThreadsPerSM; OpenCL records local_mem and the kernel's local/private memory (no occupancy query). " +
 			"Plot GB/s against occupancy: bandwidth needs bytes in flight, from warps or from ACC. Variants that need more shared " +
 			"memory than the device offers are skipped. Sizes are input elements: 64M on GPUs, 1M on CPU-type OpenCL devices. Baseline acc1_smem0.",
-		Sizes: occupancySizes,
+		Sizes: sizes("1M", "64M"),
 		Cases: occupancyCases,
 	})
-}
-
-// occupancyCPULike is the heuristic of bandwidth.defaultSizes: PoCL and other CPU-type
-// devices report the host's bandwidth, well under 500 GB/s.
-func occupancyCPULike(dev engine.Info) bool {
-	return dev.Kind == engine.CPU || dev.PeakGBps > 0 && dev.PeakGBps < 500
-}
-
-// occupancySizes: 64M input elements (256 MiB, past any L2) on GPUs, 1M on
-// CPU-type devices.
-func occupancySizes(dev engine.Info) []string {
-	if occupancyCPULike(dev) {
-		return []string{"1M"}
-	}
-	return []string{"64M"}
 }
 
 func occupancyVariant(acc, smem int) string {

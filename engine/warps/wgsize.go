@@ -41,32 +41,9 @@ func init() {
 		Name: "wgsize",
 		Doc: "work-group size 8..1024, with and without reqd_work_group_size/__launch_bounds__, " +
 			"on a memory-bound copy and a compute-bound FMA chain (sizes: elements)",
-		Sizes: sweepSizes,
+		Sizes: sizes("1M", "16M"),
 		Cases: wgsizeCases,
 	})
-}
-
-// sweepSizes is the default size of the warps element-count suites: one
-// problem of 1M elements on CPU-like devices (PoCL; peak under 500 GB/s, the
-// heuristic of the bandwidth suites), 16M (64 MiB per array, past any L2) on
-// GPUs.
-func sweepSizes(dev engine.Info) []string {
-	if dev.Kind == engine.CPU || dev.PeakGBps > 0 && dev.PeakGBps < 500 {
-		return []string{"1M"}
-	}
-	return []string{"16M"}
-}
-
-// sweepElements reads an element count such as "64K", "1M" or "16M".
-func sweepElements(size string) (int, error) {
-	n, err := bench.ParseBytes(size)
-	if err != nil {
-		return 0, err
-	}
-	if n > 1<<30 {
-		return 0, fmt.Errorf("size %q: at most 1G elements (kernels index with 32-bit ints)", size)
-	}
-	return n, nil
 }
 
 // sweepInput makes n deterministic values in [0.5, 1.5).
@@ -156,7 +133,7 @@ func wgsizeCases(dev *engine.Device, size string) (cases []bench.Case, closeFn f
 			g.close()
 		}
 	}()
-	n, err := sweepElements(size)
+	n, err := elements(size)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -108,11 +108,11 @@ func TestWGSizeSweepSizes(t *testing.T) {
 		{engine.Info{Kind: engine.OpenCL, PeakGBps: 4800}, "16M"},
 		{engine.Info{Kind: engine.CUDA, PeakGBps: 4800}, "16M"},
 	} {
-		if got := sweepSizes(tc.info); !slices.Equal(got, []string{tc.want}) {
+		if got := sizes("1M", "16M")(tc.info); !slices.Equal(got, []string{tc.want}) {
 			t.Errorf("%+v: got %v, want [%s]", tc.info, got, tc.want)
 		}
 	}
-	if n, err := sweepElements("1M"); n != 1<<20 || err != nil {
+	if n, err := elements("1M"); n != 1<<20 || err != nil {
 		t.Errorf("1M = %d elements, %v", n, err)
 	}
 }
