@@ -13,6 +13,7 @@ import (
 
 	_ "gpulab/engine/bandwidth" // registers the copy, vecadd and saxpy suites
 	_ "gpulab/engine/gemm"      // registers the gemm suite
+	_ "gpulab/engine/sparse"    // registers the spmv and spgemm suites
 	_ "gpulab/engine/warps"     // registers the OpenCL-and-warps experiments
 )
 
@@ -24,6 +25,8 @@ Usage:
   lab bench --list                      list the suites
   lab report FILE.json ...              print benchmark records as a Markdown table (for docs/)
   lab plot --x PARAM --out F.png FILE.json ...   draw records as a chart (lab plot --help)
+  lab sparse info FILE.mtx [--json]     a Matrix Market file's header, nnz and row lengths
+  lab sparse fetch Group/Name           download a SuiteSparse matrix (cached); print its path
 
 Device ids select a device everywhere: cpu, opencl:P:D, cuda:N.
 `
@@ -49,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = reportCmd(args[1:], stdout)
 	case "plot":
 		err = plotCmd(args[1:], stdout, stderr)
+	case "sparse":
+		err = sparseCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -3,8 +3,8 @@ package sparse
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
+	"sync/atomic"
 
 	"gpulab/engine/cpu"
 )
@@ -84,39 +84,51 @@ func Gustavson(a, b *CSR) (*CSR, error) {
 	return c, nil
 }
 
-// GustavsonParallel splits the rows into chunks, one goroutine and one
-// accumulator per chunk, then concatenates the chunks' rows.
+// GustavsonParallel hands out blocks of 64 rows to one goroutine per core,
+// each with its own accumulator, then concatenates the blocks' rows. Blocks
+// are taken from a shared counter rather than split evenly up front, so a
+// goroutine that draws the heavy rows of a power-law matrix does not hold up
+// the others (load balancing).
 func GustavsonParallel(a, b *CSR) (*CSR, error) {
 	if err := checkInner(a, b); err != nil {
 		return nil, err
 	}
+	const block = 64
 	type part struct {
-		lo   int
 		lens []int32
 		cols []int32
 		vals []float32
 	}
-	var (
-		mu    sync.Mutex
-		parts []*part
-	)
-	cpu.Parallel(a.Rows, 64, func(lo, hi int) {
-		p := &part{lo: lo, lens: make([]int32, hi-lo)}
-		acc := newAccumulator(b.Cols)
-		for i := lo; i < hi; i++ {
-			before := len(p.vals)
-			p.cols, p.vals = acc.row(a, b, i, p.cols, p.vals)
-			p.lens[i-lo] = int32(len(p.vals) - before)
-		}
-		mu.Lock()
-		parts = append(parts, p)
-		mu.Unlock()
-	})
-	sort.Slice(parts, func(x, y int) bool { return parts[x].lo < parts[y].lo })
+	parts := make([]part, (a.Rows+block-1)/block)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range cpu.Workers() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			acc := newAccumulator(b.Cols)
+			for {
+				n := int(next.Add(1)) - 1
+				if n >= len(parts) {
+					return
+				}
+				lo, hi := n*block, min((n+1)*block, a.Rows)
+				p := &parts[n]
+				p.lens = make([]int32, hi-lo)
+				for i := lo; i < hi; i++ {
+					before := len(p.vals)
+					p.cols, p.vals = acc.row(a, b, i, p.cols, p.vals)
+					p.lens[i-lo] = int32(len(p.vals) - before)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 	c := &CSR{Rows: a.Rows, Cols: b.Cols, RowPtr: make([]int32, a.Rows+1)}
-	for _, p := range parts {
-		for r, n := range p.lens {
-			c.RowPtr[p.lo+r+1] = c.RowPtr[p.lo+r] + n
+	for n, p := range parts {
+		for r, l := range p.lens {
+			i := n*block + r
+			c.RowPtr[i+1] = c.RowPtr[i] + l
 		}
 		c.ColIdx = append(c.ColIdx, p.cols...)
 		c.Val = append(c.Val, p.vals...)

@@ -1,0 +1,453 @@
+package sparse
+
+// Matrix Market input and output (https://math.nist.gov/MatrixMarket/formats.html).
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Header describes a Matrix Market file as written, before symmetric
+// entries are expanded.
+type Header struct {
+	Object   string // "matrix"
+	Format   string // "coordinate" or "array"
+	Field    string // "real", "integer" or "pattern"
+	Symmetry string // "general", "symmetric" or "skew-symmetric"
+	Rows     int
+	Cols     int
+	Entries  int      // entries stored in the file (for array: the values listed)
+	Comments []string // comment lines, without the leading '%'
+}
+
+// maxPrealloc caps the capacity reserved from a header's entry count, so a
+// lying header cannot make the reader allocate more than the data justifies.
+const maxPrealloc = 1 << 20
+
+// ReadMatrixMarket reads a Matrix Market matrix: coordinate or array format;
+// real, integer or pattern field (pattern entries get value 1); general,
+// symmetric or skew-symmetric symmetry. Symmetric and skew-symmetric
+// entries are expanded: every off-diagonal entry (i, j) also gives (j, i),
+// negated for skew-symmetric. Indices in the file are 1-based; the COO's are
+// 0-based. Array (dense) files keep only their nonzero values. Complex
+// and hermitian matrices are not supported. Errors name the line, as
+// "line N: ...".
+func ReadMatrixMarket(r io.Reader) (*COO, Header, error) {
+	return readMM(r, "")
+}
+
+// ReadMatrixMarketFile reads a Matrix Market file, gunzipping it when it
+// starts with the gzip magic bytes or its name ends in ".gz". Errors name
+// the file and line, as "path:line N: ...".
+func ReadMatrixMarketFile(path string) (*COO, Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, Header{}, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	var r io.Reader = br
+	magic, _ := br.Peek(2)
+	if strings.HasSuffix(path, ".gz") || (len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, Header{}, fmt.Errorf("%s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	return readMM(r, path)
+}
+
+// mmReader tracks the position for error messages.
+type mmReader struct {
+	sc   *bufio.Scanner
+	name string
+	line int
+}
+
+func (p *mmReader) errorf(format string, args ...any) error {
+	where := fmt.Sprintf("line %d", p.line)
+	if p.name != "" {
+		where = p.name + ":" + where
+	}
+	return fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...))
+}
+
+// next returns the next line, or ok=false at the end of input.
+func (p *mmReader) next() (string, bool, error) {
+	if !p.sc.Scan() {
+		if err := p.sc.Err(); err != nil {
+			p.line++
+			return "", false, p.errorf("%v", err)
+		}
+		return "", false, nil
+	}
+	p.line++
+	return p.sc.Text(), true, nil
+}
+
+func readMM(r io.Reader, name string) (*COO, Header, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	p := &mmReader{sc: sc, name: name}
+	var h Header
+
+	// Banner.
+	banner, ok, err := p.next()
+	if err != nil {
+		return nil, h, err
+	}
+	if !ok {
+		p.line = 1
+		return nil, h, p.errorf("empty file: expected a %%%%MatrixMarket banner")
+	}
+	if err := h.parseBanner(banner); err != nil {
+		return nil, h, p.errorf("%v", err)
+	}
+
+	// Comments, then the size line.
+	var size []string
+	for {
+		line, ok, err := p.next()
+		if err != nil {
+			return nil, h, err
+		}
+		if !ok {
+			p.line++
+			return nil, h, p.errorf("file ends before the size line")
+		}
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "%") {
+			h.Comments = append(h.Comments, strings.TrimSpace(t[1:]))
+			continue
+		}
+		if t == "" {
+			continue
+		}
+		size = strings.Fields(t)
+		break
+	}
+	if err := h.parseSize(size); err != nil {
+		return nil, h, p.errorf("%v", err)
+	}
+
+	m := &COO{Rows: h.Rows, Cols: h.Cols}
+	c := min(h.Entries, maxPrealloc)
+	if h.Symmetry != "general" {
+		c = min(2*h.Entries, maxPrealloc)
+	}
+	m.Row, m.Col, m.Val = make([]int32, 0, c), make([]int32, 0, c), make([]float32, 0, c)
+
+	// Entries.
+	// Array files list column by column; for symmetric (skew) files only the
+	// lower triangle with (without) the diagonal.
+	ai, aj := 0, 0 // next array position, 0-based
+	if h.Symmetry == "skew-symmetric" {
+		ai = 1
+	}
+	n := 0
+	for {
+		line, ok, err := p.next()
+		if err != nil {
+			return nil, h, err
+		}
+		if !ok {
+			break
+		}
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "%") {
+			h.Comments = append(h.Comments, strings.TrimSpace(t[1:]))
+			continue
+		}
+		if t == "" {
+			continue
+		}
+		if n == h.Entries {
+			return nil, h, p.errorf("more entries than the %d the size line gives", h.Entries)
+		}
+		n++
+		f := strings.Fields(t)
+		var i, j int
+		var v float32
+		if h.Format == "array" {
+			if len(f) != 1 {
+				return nil, h, p.errorf("want 1 value in an array entry, have %d fields", len(f))
+			}
+			if v, err = h.parseValue(f[0]); err != nil {
+				return nil, h, p.errorf("%v", err)
+			}
+			i, j = ai, aj
+			ai++
+			if ai == h.Rows {
+				aj++
+				ai = aj
+				if h.Symmetry == "general" {
+					ai = 0
+				} else if h.Symmetry == "skew-symmetric" {
+					ai = aj + 1
+				}
+			}
+			if v == 0 {
+				continue
+			}
+		} else {
+			want := 3
+			if h.Field == "pattern" {
+				want = 2
+			}
+			if len(f) != want {
+				return nil, h, p.errorf("want %d fields in a %s entry, have %d", want, h.Field, len(f))
+			}
+			if i, err = parseIndex(f[0], h.Rows, "row"); err != nil {
+				return nil, h, p.errorf("%v", err)
+			}
+			if j, err = parseIndex(f[1], h.Cols, "column"); err != nil {
+				return nil, h, p.errorf("%v", err)
+			}
+			v = 1
+			if want == 3 {
+				if v, err = h.parseValue(f[2]); err != nil {
+					return nil, h, p.errorf("%v", err)
+				}
+			}
+			if i == j && h.Symmetry == "skew-symmetric" {
+				return nil, h, p.errorf("diagonal entry (%d, %d) in a skew-symmetric matrix", i+1, j+1)
+			}
+		}
+		m.Row = append(m.Row, int32(i))
+		m.Col = append(m.Col, int32(j))
+		m.Val = append(m.Val, v)
+		if i != j && h.Symmetry != "general" {
+			if h.Symmetry == "skew-symmetric" {
+				v = -v
+			}
+			m.Row = append(m.Row, int32(j))
+			m.Col = append(m.Col, int32(i))
+			m.Val = append(m.Val, v)
+		}
+	}
+	if n < h.Entries {
+		p.line++
+		return nil, h, p.errorf("file ends after %d of the %d entries the size line gives", n, h.Entries)
+	}
+	return m, h, nil
+}
+
+func (h *Header) parseBanner(s string) error {
+	f := strings.Fields(s)
+	if len(f) == 0 || !strings.EqualFold(f[0], "%%MatrixMarket") {
+		return fmt.Errorf("bad banner %q: want %%%%MatrixMarket matrix FORMAT FIELD SYMMETRY", trunc(s))
+	}
+	if len(f) != 5 {
+		return fmt.Errorf("bad banner %q: want 5 words, have %d", trunc(s), len(f))
+	}
+	h.Object, h.Format, h.Field, h.Symmetry = strings.ToLower(f[1]), strings.ToLower(f[2]), strings.ToLower(f[3]), strings.ToLower(f[4])
+	if h.Object != "matrix" {
+		return fmt.Errorf("object %q not supported (only matrix)", f[1])
+	}
+	if h.Format != "coordinate" && h.Format != "array" {
+		return fmt.Errorf("format %q not supported (only coordinate and array)", f[2])
+	}
+	switch h.Field {
+	case "real", "integer", "pattern":
+	case "double":
+		h.Field = "real"
+	case "complex":
+		return fmt.Errorf("field complex not supported (values are float32; only real, integer and pattern)")
+	default:
+		return fmt.Errorf("field %q not supported (only real, integer and pattern)", f[3])
+	}
+	if h.Field == "pattern" && h.Format == "array" {
+		return fmt.Errorf("field pattern is invalid with format array")
+	}
+	switch h.Symmetry {
+	case "general", "symmetric", "skew-symmetric":
+	case "hermitian":
+		return fmt.Errorf("symmetry hermitian not supported (only general, symmetric and skew-symmetric)")
+	default:
+		return fmt.Errorf("symmetry %q not supported (only general, symmetric and skew-symmetric)", f[4])
+	}
+	return nil
+}
+
+func (h *Header) parseSize(f []string) error {
+	want := 3
+	if h.Format == "array" {
+		want = 2
+	}
+	if len(f) != want {
+		return fmt.Errorf("bad size line %q: want %d numbers for format %s", trunc(strings.Join(f, " ")), want, h.Format)
+	}
+	var v [3]int
+	for k, s := range f {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("bad size line: %q is not an integer", trunc(s))
+		}
+		if n < 0 {
+			return fmt.Errorf("bad size line: negative size %d", n)
+		}
+		if n > math.MaxInt32 {
+			return fmt.Errorf("bad size line: %d is over the int32 limit", n)
+		}
+		v[k] = int(n)
+	}
+	h.Rows, h.Cols = v[0], v[1]
+	if h.Symmetry != "general" && h.Rows != h.Cols {
+		return fmt.Errorf("a %s matrix must be square, have %d×%d", h.Symmetry, h.Rows, h.Cols)
+	}
+	if h.Format == "array" {
+		switch h.Symmetry {
+		case "general":
+			h.Entries = h.Rows * h.Cols
+		case "symmetric":
+			h.Entries = h.Rows * (h.Rows + 1) / 2
+		default:
+			h.Entries = h.Rows * (h.Rows - 1) / 2
+		}
+	} else {
+		h.Entries = v[2]
+		if h.Entries > 0 && (h.Rows == 0 || h.Cols == 0) {
+			return fmt.Errorf("bad size line: %d entries in a %d×%d matrix", h.Entries, h.Rows, h.Cols)
+		}
+	}
+	limit := math.MaxInt32
+	if h.Symmetry != "general" {
+		limit /= 2
+	}
+	if h.Entries > limit {
+		return fmt.Errorf("bad size line: %d entries is over the int32 limit", h.Entries)
+	}
+	return nil
+}
+
+func parseIndex(s string, n int, what string) (int, error) {
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s index %q is not an integer", what, trunc(s))
+	}
+	if i < 1 || i > int64(n) {
+		return 0, fmt.Errorf("%s index %d out of range 1..%d", what, i, n)
+	}
+	return int(i - 1), nil
+}
+
+func (h *Header) parseValue(s string) (float32, error) {
+	if h.Field == "integer" {
+		i, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("value %q is not an integer", trunc(s))
+		}
+		return float32(i), nil
+	}
+	v, err := strconv.ParseFloat(s, 32)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("value %q is out of float32 range", trunc(s))
+		}
+		return 0, fmt.Errorf("value %q is not a number", trunc(s))
+	}
+	return float32(v), nil
+}
+
+// trunc shortens s for an error message.
+func trunc(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// WriteMatrixMarket writes m as a "coordinate real general" Matrix Market
+// matrix with 1-based indices, one entry per line in m's order. Each line of
+// comment becomes a '%' comment line.
+func WriteMatrixMarket(w io.Writer, m *COO, comment string) error {
+	if len(m.Row) != len(m.Val) || len(m.Col) != len(m.Val) {
+		return fmt.Errorf("sparse: COO has %d rows, %d columns and %d values", len(m.Row), len(m.Col), len(m.Val))
+	}
+	if m.Rows < 0 || m.Cols < 0 {
+		return fmt.Errorf("sparse: COO size %d×%d", m.Rows, m.Cols)
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	bw.WriteString("%%MatrixMarket matrix coordinate real general\n")
+	if comment != "" {
+		for _, l := range strings.Split(strings.TrimRight(comment, "\n"), "\n") {
+			bw.WriteString("% " + strings.TrimRight(l, "\r") + "\n")
+		}
+	}
+	fmt.Fprintf(bw, "%d %d %d\n", m.Rows, m.Cols, len(m.Val))
+	buf := make([]byte, 0, 64)
+	for k := range m.Val {
+		i, j := int(m.Row[k]), int(m.Col[k])
+		if i < 0 || i >= m.Rows || j < 0 || j >= m.Cols {
+			return fmt.Errorf("sparse: entry %d at (%d, %d) is outside %d×%d", k, i, j, m.Rows, m.Cols)
+		}
+		buf = strconv.AppendInt(buf[:0], int64(i+1), 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, int64(j+1), 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendFloat(buf, float64(m.Val[k]), 'g', -1, 32)
+		buf = append(buf, '\n')
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// WriteMatrixMarketFile writes m to path as WriteMatrixMarket does (gzipped
+// when path ends in ".gz"). It writes a temporary file in the same directory
+// and renames it, so path never holds half-written output.
+func WriteMatrixMarketFile(path string, m *COO, comment string) error {
+	return writeFileAtomic(path, func(w io.Writer) error {
+		if strings.HasSuffix(path, ".gz") {
+			zw := gzip.NewWriter(w)
+			if err := WriteMatrixMarket(zw, m, comment); err != nil {
+				return err
+			}
+			return zw.Close()
+		}
+		return WriteMatrixMarket(w, m, comment)
+	})
+}
+
+// writeFileAtomic writes path through a temporary file in its directory,
+// renamed into place only when write and close succeed.
+func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err = write(f); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

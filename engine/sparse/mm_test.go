@@ -1,0 +1,285 @@
+package sparse
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// mmDense expands m into a row-major slice, summing duplicates.
+func mmDense(m *COO) []float32 {
+	d := make([]float32, m.Rows*m.Cols)
+	for k := range m.Val {
+		d[int(m.Row[k])*m.Cols+int(m.Col[k])] += m.Val[k]
+	}
+	return d
+}
+
+func TestReadDatasets(t *testing.T) {
+	dir := filepath.Join("..", "..", "datasets", "mtx")
+	tests := []struct {
+		file                  string
+		format, field, sym    string
+		rows, cols, stored, n int
+		check                 map[[2]int]float32
+	}{
+		{"general4x4.mtx", "coordinate", "real", "general", 4, 4, 7, 7,
+			map[[2]int]float32{{0, 0}: 4, {0, 2}: -1.5, {3, 1}: 1e-3, {1, 0}: 0}},
+		{"sym5x5.mtx", "coordinate", "real", "symmetric", 5, 5, 9, 13,
+			map[[2]int]float32{{0, 0}: 2, {1, 0}: -1, {0, 1}: -1, {4, 3}: -1, {3, 4}: -1, {0, 2}: 0}},
+		{"pattern4x6.mtx", "coordinate", "pattern", "general", 4, 6, 6, 6,
+			map[[2]int]float32{{0, 5}: 1, {2, 4}: 1, {0, 1}: 0}},
+		{"skew4x4.mtx", "coordinate", "integer", "skew-symmetric", 4, 4, 4, 8,
+			map[[2]int]float32{{1, 0}: 3, {0, 1}: -3, {3, 1}: 7, {1, 3}: -7, {0, 0}: 0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			m, h, err := ReadMatrixMarketFile(filepath.Join(dir, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Object != "matrix" || h.Format != tc.format || h.Field != tc.field || h.Symmetry != tc.sym {
+				t.Errorf("header %+v", h)
+			}
+			if h.Rows != tc.rows || h.Cols != tc.cols || h.Entries != tc.stored {
+				t.Errorf("header sizes %d×%d %d, want %d×%d %d", h.Rows, h.Cols, h.Entries, tc.rows, tc.cols, tc.stored)
+			}
+			if len(h.Comments) == 0 {
+				t.Errorf("no comments")
+			}
+			if m.Rows != tc.rows || m.Cols != tc.cols || m.NNZ() != tc.n {
+				t.Errorf("COO %d×%d nnz %d, want %d×%d nnz %d", m.Rows, m.Cols, m.NNZ(), tc.rows, tc.cols, tc.n)
+			}
+			d := mmDense(m)
+			for ij, want := range tc.check {
+				if got := d[ij[0]*m.Cols+ij[1]]; got != want {
+					t.Errorf("(%d, %d) = %v, want %v", ij[0], ij[1], got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestReadArray(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []float32 // row-major
+		stored   int
+	}{
+		{"general", "%%MatrixMarket matrix array real general\n2 3\n1\n2\n0\n4\n5\n6\n",
+			[]float32{1, 0, 5, 2, 4, 6}, 6},
+		{"symmetric", "%%MatrixMarket matrix array real symmetric\n3 3\n1\n2\n3\n4\n5\n6\n",
+			[]float32{1, 2, 3, 2, 4, 5, 3, 5, 6}, 6},
+		{"skew", "%%MatrixMarket matrix array integer skew-symmetric\n3 3\n1\n2\n3\n",
+			[]float32{0, -1, -2, 1, 0, -3, 2, 3, 0}, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, h, err := ReadMatrixMarket(strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Entries != tc.stored {
+				t.Errorf("Entries %d, want %d", h.Entries, tc.stored)
+			}
+			d := mmDense(m)
+			for k := range d {
+				if d[k] != tc.want[k] {
+					t.Fatalf("dense %v, want %v", d, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	const coord = "%%MatrixMarket matrix coordinate real general\n"
+	tests := []struct {
+		name, in, want string
+	}{
+		{"empty", "", "line 1: empty file"},
+		{"bad banner", "%MatrixMarket matrix coordinate real general\n1 1 0\n", "line 1: bad banner"},
+		{"short banner", "%%MatrixMarket matrix coordinate real\n1 1 0\n", "line 1: bad banner"},
+		{"vector", "%%MatrixMarket vector coordinate real general\n", "line 1: object \"vector\" not supported"},
+		{"format", "%%MatrixMarket matrix sparse real general\n", "line 1: format \"sparse\" not supported"},
+		{"complex", "%%MatrixMarket matrix coordinate complex general\n", "line 1: field complex not supported"},
+		{"hermitian", "%%MatrixMarket matrix coordinate real hermitian\n", "line 1: symmetry hermitian not supported"},
+		{"array pattern", "%%MatrixMarket matrix array pattern general\n", "line 1: field pattern is invalid"},
+		{"no size", coord + "% only a comment\n", "line 3: file ends before the size line"},
+		{"size words", coord + "3 3\n", "line 2: bad size line"},
+		{"size nonnumeric", coord + "% c\n3 x 1\n", "line 3: bad size line: \"x\" is not an integer"},
+		{"size negative", coord + "-3 3 1\n", "line 2: bad size line: negative size -3"},
+		{"zero with entries", coord + "0 3 1\n1 1 1\n", "line 2: bad size line: 1 entries in a 0×3 matrix"},
+		{"symmetric not square", "%%MatrixMarket matrix coordinate real symmetric\n2 3 1\n", "line 2: a symmetric matrix must be square"},
+		{"row out of range", coord + "2 2 2\n1 1 1\n3 1 1\n", "line 4: row index 3 out of range 1..2"},
+		{"col zero", coord + "2 2 1\n1 0 1\n", "line 3: column index 0 out of range 1..2"},
+		{"bad index", coord + "2 2 1\n1.5 1 1\n", "line 3: row index \"1.5\" is not an integer"},
+		{"bad value", coord + "2 2 1\n1 1 abc\n", "line 3: value \"abc\" is not a number"},
+		{"value range", coord + "2 2 1\n1 1 1e40\n", "line 3: value \"1e40\" is out of float32 range"},
+		{"bad integer", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 1 2.5\n", "line 3: value \"2.5\" is not an integer"},
+		{"missing value", coord + "2 2 1\n1 1\n", "line 3: want 3 fields in a real entry, have 2"},
+		{"pattern with value", "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 1 1\n", "line 3: want 2 fields"},
+		{"too few", coord + "2 2 3\n1 1 1\n\n2 2 1\n", "line 6: file ends after 2 of the 3 entries"},
+		{"too many", coord + "2 2 1\n1 1 1\n2 2 1\n", "line 4: more entries than the 1"},
+		{"skew diagonal", "%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n1 1 1\n", "line 3: diagonal entry (1, 1) in a skew-symmetric matrix"},
+		{"array too few", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n", "line 6: file ends after 3 of the 4 entries"},
+		{"array two values", "%%MatrixMarket matrix array real general\n1 2\n1 2\n", "line 3: want 1 value"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := ReadMatrixMarket(strings.NewReader(tc.in))
+			if err == nil || !strings.HasPrefix(err.Error(), "line ") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadFileErrorNamesPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.mtx")
+	os.WriteFile(path, []byte("%%MatrixMarket matrix coordinate real general\n2 2 1\n9 1 1\n"), 0o644)
+	_, _, err := ReadMatrixMarketFile(path)
+	if err == nil || !strings.HasPrefix(err.Error(), path+":line 3: row index 9") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestReadBlankAndComments(t *testing.T) {
+	in := "%%MatrixMarket Matrix Coordinate Real General\n%first\n\n% second\n  \n2 2 2\n\n1 1 1.5\n% mid\n2 2 -2\n\n"
+	m, h, err := ReadMatrixMarket(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NNZ() != 2 || len(h.Comments) != 3 || h.Comments[0] != "first" || h.Comments[1] != "second" {
+		t.Errorf("nnz %d, comments %q", m.NNZ(), h.Comments)
+	}
+}
+
+func sortedEntries(m *COO) []string {
+	var s []string
+	for k := range m.Val {
+		s = append(s, fmt.Sprintf("%d,%d=%v", m.Row[k], m.Col[k], m.Val[k]))
+	}
+	sort.Strings(s)
+	return s
+}
+
+func TestRoundTrip(t *testing.T) {
+	m := &COO{Rows: 3, Cols: 5,
+		Row: []int32{0, 2, 1, 2, 0},
+		Col: []int32{4, 0, 1, 3, 0},
+		Val: []float32{1.5, -2.25e-7, 3.1415927, 1e30, -0.1}}
+	for _, name := range []string{"m.mtx", "m.mtx.gz"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), name)
+			if err := WriteMatrixMarketFile(path, m, "round trip\nsecond line"); err != nil {
+				t.Fatal(err)
+			}
+			got, h, err := ReadMatrixMarketFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Format != "coordinate" || h.Field != "real" || h.Symmetry != "general" ||
+				len(h.Comments) != 2 || h.Comments[1] != "second line" {
+				t.Errorf("header %+v", h)
+			}
+			if got.Rows != m.Rows || got.Cols != m.Cols {
+				t.Errorf("size %d×%d", got.Rows, got.Cols)
+			}
+			a, b := sortedEntries(m), sortedEntries(got)
+			if strings.Join(a, ";") != strings.Join(b, ";") {
+				t.Errorf("entries %v, want %v", b, a)
+			}
+			ents, _ := os.ReadDir(filepath.Dir(path))
+			if len(ents) != 1 {
+				t.Errorf("directory holds %d files, want 1 (temp file left?)", len(ents))
+			}
+		})
+	}
+}
+
+func TestReadGzipByMagic(t *testing.T) {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte("%%MatrixMarket matrix coordinate pattern general\n2 2 1\n2 1\n"))
+	zw.Close()
+	path := filepath.Join(t.TempDir(), "zipped.mtx") // no .gz suffix
+	os.WriteFile(path, b.Bytes(), 0o644)
+	m, _, err := ReadMatrixMarketFile(path)
+	if err != nil || m.NNZ() != 1 || m.Row[0] != 1 || m.Val[0] != 1 {
+		t.Fatalf("%v %+v", err, m)
+	}
+}
+
+func TestWriteErrorsLeaveNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bad.mtx")
+	bad := &COO{Rows: 2, Cols: 2, Row: []int32{0, 5}, Col: []int32{0, 0}, Val: []float32{1, 2}}
+	if err := WriteMatrixMarketFile(path, bad, ""); err == nil {
+		t.Fatal("no error for an entry outside the matrix")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left %v", ents)
+	}
+	if err := WriteMatrixMarket(&bytes.Buffer{}, &COO{Rows: 1, Cols: 1, Row: []int32{0}}, ""); err == nil {
+		t.Error("no error for mismatched lengths")
+	}
+}
+
+func FuzzReadMatrixMarket(f *testing.F) {
+	for _, name := range []string{"general4x4.mtx", "sym5x5.mtx", "pattern4x6.mtx", "skew4x4.mtx"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "datasets", "mtx", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{
+		"",
+		"%%MatrixMarket matrix array real symmetric\n3 3\n1\n2\n3\n4\n5\n6\n",
+		"%%MatrixMarket matrix array integer skew-symmetric\n3 3\n1\n2\n3\n",
+		"%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n",
+		"%%MatrixMarket matrix coordinate real general\n2147483647 2147483647 2147483647\n1 1 1\n",
+		"%%MatrixMarket matrix array real general\n100000 100000\n1\n",
+		"%%MatrixMarket matrix coordinate complex hermitian\n1 1 1\n1 1 1 0\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, h, err := ReadMatrixMarket(bytes.NewReader(data))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "line ") {
+				t.Fatalf("error without a line: %v", err)
+			}
+			return
+		}
+		if m.Rows != h.Rows || m.Cols != h.Cols || len(m.Row) != len(m.Val) || len(m.Col) != len(m.Val) {
+			t.Fatalf("inconsistent COO %d×%d %d/%d/%d, header %+v", m.Rows, m.Cols, len(m.Row), len(m.Col), len(m.Val), h)
+		}
+		for k := range m.Val {
+			if m.Row[k] < 0 || int(m.Row[k]) >= m.Rows || m.Col[k] < 0 || int(m.Col[k]) >= m.Cols {
+				t.Fatalf("entry %d (%d, %d) outside %d×%d", k, m.Row[k], m.Col[k], m.Rows, m.Cols)
+			}
+		}
+		if h.Format == "coordinate" && (m.NNZ() < h.Entries || m.NNZ() > 2*h.Entries) {
+			t.Fatalf("nnz %d for %d stored entries", m.NNZ(), h.Entries)
+		}
+		// What was read writes and reads back the same.
+		var b bytes.Buffer
+		if err := WriteMatrixMarket(&b, m, strings.Join(h.Comments, "\n")); err != nil {
+			t.Fatal(err)
+		}
+		m2, _, err := ReadMatrixMarket(&b)
+		if err != nil {
+			t.Fatalf("reading back: %v", err)
+		}
+		if m2.NNZ() != m.NNZ() {
+			t.Fatalf("read back %d entries, want %d", m2.NNZ(), m.NNZ())
+		}
+	})
+}

@@ -1,0 +1,82 @@
+package sparse
+
+import (
+	"math"
+	"testing"
+)
+
+func TestSpMV(t *testing.T) {
+	rect, _ := FromDense(3, 5, []float32{
+		1, 0, 2, 0, 0,
+		0, 0, 0, 0, 0,
+		0, -3, 0, 4, 5,
+	})
+	cases := []struct {
+		name string
+		m    *CSR
+	}{
+		{"rect", rect},
+		{"uniform", Uniform(300, 7, 1)},
+		{"banded", Banded(257, 3, 2)},
+		{"poisson", Poisson2D(12)},
+		{"rmat", RMAT(8, 8, 0.57, 0.19, 0.19, 3)},
+		{"empty", &CSR{Rows: 0, Cols: 0, RowPtr: []int32{0}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.m
+			x := make([]float32, m.Cols)
+			for j := range x {
+				x[j] = float32(j%7) - 3
+			}
+			d := m.Dense()
+			want := make([]float64, m.Rows)
+			for i := range m.Rows {
+				for j := range m.Cols {
+					want[i] += float64(d[i*m.Cols+j]) * float64(x[j])
+				}
+			}
+			y, yp := make([]float32, m.Rows), make([]float32, m.Rows)
+			for i := range yp {
+				yp[i] = 99 // must be overwritten
+			}
+			if err := SpMV(m, x, y); err != nil {
+				t.Fatal(err)
+			}
+			if err := SpMVParallel(m, x, yp); err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if math.Abs(float64(y[i])-want[i]) > 1e-4*(1+math.Abs(want[i])) {
+					t.Fatalf("y[%d] = %g, want %g", i, y[i], want[i])
+				}
+				if y[i] != yp[i] {
+					t.Fatalf("parallel y[%d] = %g, serial %g", i, yp[i], y[i])
+				}
+			}
+		})
+	}
+}
+
+func TestSpMVBadLengths(t *testing.T) {
+	m := Uniform(10, 3, 1)
+	m.Cols = 12 // make it rectangular in the check
+	cases := []struct {
+		name   string
+		m      *CSR
+		nx, ny int
+		want   string
+	}{
+		{"short x", m, 11, 10, "len(x) = 11, want Cols = 12"},
+		{"long y", m, 12, 11, "len(y) = 11, want Rows = 10"},
+		{"nil", nil, 0, 0, "nil matrix"},
+		{"bad RowPtr", &CSR{Rows: 2, Cols: 2, RowPtr: []int32{0}}, 2, 2, "len(RowPtr) = 1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			x, y := make([]float32, tc.nx), make([]float32, tc.ny)
+			fmtCheckErr(t, SpMV(tc.m, x, y), tc.want)
+			fmtCheckErr(t, SpMVParallel(tc.m, x, y), tc.want)
+		})
+	}
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"gpulab/engine/sparse"
+)
+
+const sparseUsage = `usage:
+  lab sparse info FILE [--json]      a Matrix Market file's header, entry counts and row lengths
+  lab sparse fetch Group/Name        download a SuiteSparse matrix (cached) and print its path
+                                     ($GPULAB_SUITESPARSE_URL replaces the collection's URL)
+`
+
+// sparseCmd runs the sparse-matrix subcommands.
+func sparseCmd(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, sparseUsage)
+		return usageError{fmt.Errorf("no subcommand (info or fetch)")}
+	}
+	switch args[0] {
+	case "info":
+		return sparseInfoCmd(args[1:], stdout, stderr)
+	case "fetch":
+		return sparseFetchCmd(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, sparseUsage)
+		return nil
+	}
+	fmt.Fprint(stderr, sparseUsage)
+	return usageError{fmt.Errorf("unknown subcommand %q", args[0])}
+}
+
+// oneArg parses fs with the single positional argument before or after the
+// flags.
+func oneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
+	var arg string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		arg, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return "", usageError{err}
+	}
+	if arg == "" && fs.NArg() > 0 {
+		arg = fs.Arg(0)
+		if fs.NArg() > 1 {
+			return "", usageError{fmt.Errorf("unexpected arguments %q", fs.Args()[1:])}
+		}
+	} else if fs.NArg() > 0 {
+		return "", usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if arg == "" {
+		fs.Usage()
+		return "", usageError{fmt.Errorf("no %s given", what)}
+	}
+	return arg, nil
+}
+
+// sparseInfo is what lab sparse info reports.
+type sparseInfo struct {
+	File      string   `json:"file"`
+	Object    string   `json:"object"`
+	Format    string   `json:"format"`
+	Field     string   `json:"field"`
+	Symmetry  string   `json:"symmetry"`
+	Rows      int      `json:"rows"`
+	Cols      int      `json:"cols"`
+	Stored    int      `json:"stored"` // entries in the file
+	NNZ       int      `json:"nnz"`    // entries after expanding symmetric ones
+	RowMin    int      `json:"row_min"`
+	RowMax    int      `json:"row_max"`
+	RowMean   float64  `json:"row_mean"`
+	RowStddev float64  `json:"row_stddev"`
+	Comments  []string `json:"comments"`
+}
+
+// rowStats returns the minimum, maximum, mean and (population) standard
+// deviation of the number of entries in each row of m.
+func rowStats(m *sparse.COO) (lo, hi int, mean, stddev float64) {
+	if m.Rows == 0 {
+		return 0, 0, 0, 0
+	}
+	count := make([]int, m.Rows)
+	for _, i := range m.Row {
+		count[i]++
+	}
+	lo, hi = count[0], count[0]
+	sum := 0.0
+	for _, c := range count {
+		lo, hi = min(lo, c), max(hi, c)
+		sum += float64(c)
+	}
+	mean = sum / float64(m.Rows)
+	ss := 0.0
+	for _, c := range count {
+		d := float64(c) - mean
+		ss += d * d
+	}
+	return lo, hi, mean, math.Sqrt(ss / float64(m.Rows))
+}
+
+func sparseInfoCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sparse info", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab sparse info FILE [--json]")
+		fs.PrintDefaults()
+	}
+	path, err := oneArg(fs, args, "file")
+	if err != nil {
+		return err
+	}
+	m, h, err := sparse.ReadMatrixMarketFile(path)
+	if err != nil {
+		return err
+	}
+	in := sparseInfo{File: path, Object: h.Object, Format: h.Format, Field: h.Field, Symmetry: h.Symmetry,
+		Rows: h.Rows, Cols: h.Cols, Stored: h.Entries, NNZ: m.NNZ(), Comments: h.Comments}
+	in.RowMin, in.RowMax, in.RowMean, in.RowStddev = rowStats(m)
+	if in.Comments == nil {
+		in.Comments = []string{}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(in)
+	}
+	fmt.Fprintf(stdout, "file       %s\n", in.File)
+	fmt.Fprintf(stdout, "header     %s %s %s %s\n", in.Object, in.Format, in.Field, in.Symmetry)
+	fmt.Fprintf(stdout, "size       %d×%d\n", in.Rows, in.Cols)
+	fmt.Fprintf(stdout, "stored     %d entries\n", in.Stored)
+	switch {
+	case h.Symmetry != "general":
+		fmt.Fprintf(stdout, "nnz        %d (after expanding the %s entries)\n", in.NNZ, h.Symmetry)
+	case h.Format == "array":
+		fmt.Fprintf(stdout, "nnz        %d (nonzero values)\n", in.NNZ)
+	default:
+		fmt.Fprintf(stdout, "nnz        %d\n", in.NNZ)
+	}
+	if in.Rows > 0 && in.Cols > 0 {
+		fmt.Fprintf(stdout, "density    %.3g%%\n", 100*float64(in.NNZ)/float64(in.Rows)/float64(in.Cols))
+	}
+	fmt.Fprintf(stdout, "row length min %d, max %d, mean %.2f, stddev %.2f\n", in.RowMin, in.RowMax, in.RowMean, in.RowStddev)
+	for _, c := range in.Comments {
+		fmt.Fprintf(stdout, "%% %s\n", c)
+	}
+	return nil
+}
+
+func sparseFetchCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sparse fetch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cache := fs.String("cache", "", "cache directory (default: the user cache directory's gpulab/suitesparse)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab sparse fetch Group/Name [--cache DIR]   (e.g. HB/bcsstk01; $GPULAB_SUITESPARSE_URL replaces the download URL)")
+		fs.PrintDefaults()
+	}
+	name, err := oneArg(fs, args, "matrix name")
+	if err != nil {
+		return err
+	}
+	path, err := sparse.Fetch(name, sparse.FetchOptions{CacheDir: *cache})
+	if err != nil {
+		if strings.Contains(err.Error(), "bad SuiteSparse matrix name") {
+			return usageError{err}
+		}
+		return err
+	}
+	fmt.Fprintln(stdout, path)
+	return nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpulab/engine/sparse"
+)
+
+func TestSparseInfoJSON(t *testing.T) {
+	// sym5x5: 1D Laplacian, 9 stored, 13 expanded; rows have 2,3,3,3,2 entries.
+	file := filepath.Join("..", "datasets", "mtx", "sym5x5.mtx")
+	code, out, errs := lab("sparse", "info", file, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	mean := 13.0 / 5
+	sd := math.Sqrt((2*(2-mean)*(2-mean) + 3*(3-mean)*(3-mean)) / 5)
+	want := map[string]any{
+		"rows": 5.0, "cols": 5.0, "nnz": 13.0, "stored": 9.0,
+		"format": "coordinate", "field": "real", "symmetry": "symmetric",
+		"row_min": 2.0, "row_max": 3.0, "row_mean": mean, "row_stddev": sd,
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("no %q in %s", k, out)
+			continue
+		}
+		if f, isF := w.(float64); isF {
+			if gf, _ := g.(float64); math.Abs(gf-f) > 1e-9 {
+				t.Errorf("%s = %v, want %v", k, g, w)
+			}
+		} else if g != w {
+			t.Errorf("%s = %v, want %v", k, g, w)
+		}
+	}
+}
+
+func TestSparseInfoText(t *testing.T) {
+	code, out, errs := lab("sparse", "info", "--json=false", filepath.Join("..", "datasets", "mtx", "skew4x4.mtx"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, s := range []string{"coordinate integer skew-symmetric", "4×4", "stored     4 entries", "nnz        8 (after expanding the skew-symmetric entries)", "min 2, max 2, mean 2.00, stddev 0.00"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+func TestSparseErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.mtx")
+	if err := os.WriteFile(bad, []byte("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 7 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"sparse"}, 2, "no subcommand"},
+		{[]string{"sparse", "frob"}, 2, "unknown subcommand"},
+		{[]string{"sparse", "info"}, 2, "no file given"},
+		{[]string{"sparse", "info", "a.mtx", "b.mtx"}, 2, "unexpected arguments"},
+		{[]string{"sparse", "info", bad}, 1, bad + ":line 3: column index 7 out of range 1..2"},
+		{[]string{"sparse", "info", "no/such/file.mtx"}, 1, "no such file"},
+		{[]string{"sparse", "fetch", "justaname"}, 2, "bad SuiteSparse matrix name"},
+	}
+	for _, tc := range tests {
+		code, _, errs := lab(tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("lab %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+}
+
+func TestSparseFetch(t *testing.T) {
+	const mtx = "%%MatrixMarket matrix coordinate pattern general\n2 2 2\n1 1\n2 2\n"
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	tw := tar.NewWriter(zw)
+	tw.WriteHeader(&tar.Header{Name: "tiny/tiny.mtx", Mode: 0o644, Size: int64(len(mtx)), Typeflag: tar.TypeReg})
+	tw.Write([]byte(mtx))
+	tw.Close()
+	zw.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/MM/Test/tiny.tar.gz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b.Bytes())
+	}))
+	defer srv.Close()
+	t.Setenv(sparse.SuiteSparseURLEnv, srv.URL+"/MM")
+	cache := t.TempDir()
+
+	code, out, errs := lab("sparse", "fetch", "Test/tiny", "--cache", cache)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	path := strings.TrimSpace(out)
+	if want := filepath.Join(cache, "Test", "tiny.mtx"); path != want {
+		t.Errorf("printed %q, want %q", path, want)
+	}
+	code, out, errs = lab("sparse", "info", path, "--json")
+	if code != 0 || !strings.Contains(out, `"nnz": 2`) {
+		t.Errorf("info on the fetched file: exit %d %s %s", code, out, errs)
+	}
+	code, _, errs = lab("sparse", "fetch", "--cache", cache, "Test/absent")
+	if code != 1 || !strings.Contains(errs, "404") {
+		t.Errorf("absent matrix: exit %d %s", code, errs)
+	}
+}
