@@ -1,20 +1,26 @@
-// SpMV step 02 — CSR vector: one warp per row.
+// SpMV step 02 — CSR vector: a group of LANES threads per row.
 //
-// Idea: the 32 lanes of a warp share one row: lane l reads entries l, l+32,
-// ... of the row, so each step of the warp is one coalesced read of 32
-// consecutive column indices and values; the 32 partial sums are then added
-// with warp shuffles (no shared memory, no __syncthreads).
-// Traffic: the same bytes as step 01, in full 128-byte lines.
-// Cost: rows shorter than 32 entries leave lanes idle, so on very sparse
-// matrices (a few entries per row) step 01 can win; the shuffle reduction
-// costs 5 steps per row.
+// Idea: the LANES lanes of a group share one row: lane l reads entries l,
+// l+LANES, ... of the row, so the group reads consecutive column indices and
+// values together (coalesced), and its partial sums are added with warp
+// shuffles (no shared memory, no __syncthreads). With LANES = 32 (the classic
+// vector kernel) a whole warp serves each row.
+// Traffic: the same bytes as step 01, in whole lines instead of scattered words.
+// Cost: rows shorter than LANES leave lanes idle: with 5 entries per row,
+// 27 of 32 lanes do nothing. So the Go side also compiles this kernel with
+// LANES = the mean row length rounded up to a power of two (2..32): the
+// "adaptive" variant. The shuffle reduction costs log2(LANES) steps per row.
+#ifndef LANES
+#define LANES 32
+#endif
+
 extern "C" __global__ void spmv_vector(int rows, const int* __restrict__ rowPtr, const int* __restrict__ colIdx,
                                        const float* __restrict__ val, const float* __restrict__ x, float* __restrict__ y) {
-    int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
-    if (warp >= rows) return;
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) / LANES, lane = threadIdx.x % LANES;
     float sum = 0.f;
-    for (int p = rowPtr[warp] + lane; p < rowPtr[warp + 1]; p += 32) sum += val[p] * x[colIdx[p]];
+    if (row < rows)  // no early return: every lane of the warp must reach the shuffles
+        for (int p = rowPtr[row] + lane; p < rowPtr[row + 1]; p += LANES) sum += val[p] * x[colIdx[p]];
 #pragma unroll
-    for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off);
-    if (lane == 0) y[warp] = sum;
+    for (int off = LANES / 2; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off, LANES);
+    if (row < rows && lane == 0) y[row] = sum;
 }
