@@ -9,6 +9,7 @@
 #   .gpu/MANIFEST          "<binary name> <package dir>" per line
 #   .gpu/src/<package dir>/testdata   each package's testdata/; its binary runs in src/<package dir>
 #   .gpu/src/kernels/      a copy of kernels/, for tests that read kernel sources from disk
+#   .gpu/src/datasets/     the shipped data files (Matrix Market fixtures...), for tests that read them
 #
 # Everything is built with CGO_ENABLED=0 GOOS=linux GOARCH=amd64 (the GPU libraries are loaded at
 # run time through purego), stripped (-s -w) and -trimpath'd. The binaries share most of their bytes
@@ -62,6 +63,12 @@ while IFS=$'\t' read -r pkg dir; do
   rm -f "$STAGE/build.err"
 done < <(go list -e -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{"\t"}}{{.Dir}}{{end}}' $PKGS)
 
+# Shipped data files (not the Go sources) for tests that read ../../datasets/...
+if [[ -d datasets ]]; then
+  (cd datasets && find . -type f ! -name '*.go' -print0 | while IFS= read -r -d '' f; do
+    mkdir -p "$BUNDLE/src/datasets/$(dirname "$f")" && cp "$f" "$BUNDLE/src/datasets/$f"
+  done)
+fi
 if [[ -d kernels && -n "$(ls -A kernels)" ]]; then
   mkdir -p "$BUNDLE/src/kernels"
   cp -r kernels/. "$BUNDLE/src/kernels/"
