@@ -34,7 +34,7 @@ func init() {
 			"row width is conflict-free). On a GPU the time should follow ways; PoCL's CPU device has no banks, there the stride " +
 			"only changes cache behaviour. Sizes are work-items (1M). Baseline s1_p0.",
 		Sizes: func(engine.Info) []string { return []string{"1M"} },
-		Cases: banksCases,
+		Cases: gpuSuite(banksBuild),
 	})
 }
 
@@ -91,19 +91,6 @@ func banksRef(tile []float32, s, p, reps int) []float32 {
 		out[lane] = acc
 	}
 	return out
-}
-
-func banksCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
-	g, err := newGPU(dev)
-	if err != nil {
-		return nil, nil, fmt.Errorf("banks: %w", err)
-	}
-	cases, err := banksBuild(g, dev, size)
-	if err != nil {
-		g.close()
-		return nil, nil, err
-	}
-	return cases, g.close, nil
 }
 
 func banksBuild(g *gpu, dev *engine.Device, size string) ([]bench.Case, error) {

@@ -45,7 +45,7 @@ func init() {
 		Doc: "cost of a work-group barrier at local sizes 32..256: rounds of local-memory exchange " +
 			"with a barrier (bar_lL) against the same work without one (nobar_lL); sizes: elements",
 		Sizes: sizes("1M", "16M"),
-		Cases: barrierCases,
+		Cases: gpuSuite(barrierBuild),
 	})
 }
 
@@ -79,35 +79,26 @@ func medianOf(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func barrierCases(dev *engine.Device, size string) (cases []bench.Case, closeFn func(), err error) {
-	g, err := newGPU(dev)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() {
-		if err != nil {
-			g.close()
-		}
-	}()
+func barrierBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case, err error) {
 	n, err := elements(size)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if n%1024 != 0 {
-		return nil, nil, fmt.Errorf("barrier: size %s: want a multiple of 1024 elements (1K, 64K, 1M)", size)
+		return nil, fmt.Errorf("barrier: size %s: want a multiple of 1024 elements (1K, 64K, 1M)", size)
 	}
 	x := sweepInput(n)
 	src, err := upload(g, x)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	dst, err := g.alloc(n)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	devMax, err := deviceLimit(g)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, local := range localsUpTo(barrierLocals, devMax) {
 		groups := n / local
@@ -120,11 +111,11 @@ func barrierCases(dev *engine.Device, size string) (cases []bench.Case, closeFn 
 			}
 			k, err := g.kernel("barrier", name, "-DL="+strconv.Itoa(local))
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			lim, err := kernelLimit(g, k)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if local > lim {
 				continue
@@ -171,5 +162,5 @@ func barrierCases(dev *engine.Device, size string) (cases []bench.Case, closeFn 
 			cases = append(cases, c)
 		}
 	}
-	return cases, g.close, nil
+	return cases, nil
 }

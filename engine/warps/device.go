@@ -55,6 +55,24 @@ func newGPU(dev *engine.Device) (*gpu, error) {
 	return nil, fmt.Errorf("warps: %s runs no kernels; pick a CUDA or OpenCL device", dev.ID)
 }
 
+// gpuSuite turns build, which makes one size's cases on an opened gpu, into
+// a bench.Suite's Cases: it opens the device's gpu, and closes it again if
+// build fails; otherwise closing is left to the suite runner.
+func gpuSuite(build func(g *gpu, dev *engine.Device, size string) ([]bench.Case, error)) func(*engine.Device, string) ([]bench.Case, func(), error) {
+	return func(dev *engine.Device, size string) ([]bench.Case, func(), error) {
+		g, err := newGPU(dev)
+		if err != nil {
+			return nil, nil, err
+		}
+		cases, err := build(g, dev, size)
+		if err != nil {
+			g.close()
+			return nil, nil, err
+		}
+		return cases, g.close, nil
+	}
+}
+
 // close frees every buffer and the timer.
 func (g *gpu) close() {
 	for _, b := range g.bufs {

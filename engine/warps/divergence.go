@@ -52,7 +52,7 @@ func init() {
 		Doc: "branch divergence: lanes of one 32-lane warp taking different branches of equal cost " +
 			"(uniform, warp_split, alternate_lanes, random_p*, branchless); size = elements",
 		Sizes: sizes("1M", "16M"),
-		Cases: divergenceCases,
+		Cases: gpuSuite(divergenceBuild),
 	})
 }
 
@@ -123,21 +123,11 @@ func divChain(v, a, c float32, iters int) float32 {
 	return v
 }
 
-func divergenceCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
+func divergenceBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case, err error) {
 	n, err := elements(size)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	g, err := newGPU(dev)
-	if err != nil {
-		return nil, nil, err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			g.close()
-		}
-	}()
 	x := make([]float32, n)
 	cpu.Parallel(n, 1<<14, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -146,24 +136,24 @@ func divergenceCases(dev *engine.Device, size string) ([]bench.Case, func(), err
 	})
 	xb, err := upload(g, x)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	maskBuf, err := g.alloc(n)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	out, err := g.alloc(n)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	opt := fmt.Sprintf("-DITERS=%d", divIters)
 	kBranchy, err := g.kernel("divergence", "branchy", opt)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	kBranchless, err := g.kernel("divergence", "branchless", opt)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
 	// The references of both branches for every element, computed once on
@@ -184,7 +174,6 @@ func divergenceCases(dev *engine.Device, size string) ([]bench.Case, func(), err
 
 	global, local := []int{roundUp(n, divLocal)}, []int{divLocal}
 	zeros := make([]float32, n)
-	var cases []bench.Case
 	for _, v := range divVariants {
 		k := kBranchy
 		if v.branchless {
@@ -237,6 +226,5 @@ func divergenceCases(dev *engine.Device, size string) ([]bench.Case, func(), err
 			},
 		})
 	}
-	ok = true
-	return cases, g.close, nil
+	return cases, nil
 }

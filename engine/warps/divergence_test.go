@@ -34,7 +34,7 @@ func TestDivergenceVariants(t *testing.T) {
 	wantFrac := map[string]float64{"uniform": 0, "warp_split": 0, "alternate_lanes": 1, "branchless": 1}
 	eachGPU(t, func(t *testing.T, dev *engine.Device, g *gpu) {
 		// 16K+5 elements: a partial work-group and a partial 32-lane group.
-		cases, closeFn, err := divergenceCases(dev, "16389")
+		cases, closeFn, err := gpuSuite(divergenceBuild)(dev, "16389")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestDivergenceNeedsAGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	if _, _, err := divergenceCases(dev, "1K"); err == nil {
+	if _, _, err := gpuSuite(divergenceBuild)(dev, "1K"); err == nil {
 		t.Error("divergence ran on the CPU device")
 	}
 	if _, err := elements("zero"); err == nil {

@@ -54,7 +54,7 @@ func init() {
 		Doc: "precise vs fast-math flags vs native/intrinsic exp and sin: speedup and measured max relative error; " +
 			"size = elements",
 		Sizes: sizes("256K", "16M"),
-		Cases: fastmathCases,
+		Cases: gpuSuite(fastmathBuild),
 	})
 }
 
@@ -73,21 +73,11 @@ func fastRef(x float32) float32 {
 	return float32(acc)
 }
 
-func fastmathCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
+func fastmathBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case, err error) {
 	n, err := elements(size)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	g, err := newGPU(dev)
-	if err != nil {
-		return nil, nil, err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			g.close()
-		}
-	}()
 	x := make([]float32, n)
 	cpu.Parallel(n, 1<<14, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -96,16 +86,15 @@ func fastmathCases(dev *engine.Device, size string) ([]bench.Case, func(), error
 	})
 	xb, err := upload(g, x)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	out, err := g.alloc(n)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var want []float32 // computed on the first check
 	global, local := []int{roundUp(n, fastLocal)}, []int{fastLocal}
 	zeros := make([]float32, n)
-	var cases []bench.Case
 	for _, v := range fastVariants {
 		opts := []string{fmt.Sprintf("-DITERS=%d", fastIters)}
 		if g.cu != nil {
@@ -115,7 +104,7 @@ func fastmathCases(dev *engine.Device, size string) ([]bench.Case, func(), error
 		}
 		k, err := g.kernel("fastmath", "fastmath", opts...)
 		if err != nil {
-			return nil, nil, fmt.Errorf("fastmath %s: %w", v.name, err)
+			return nil, fmt.Errorf("fastmath %s: %w", v.name, err)
 		}
 		cases = append(cases, bench.Case{
 			Variant:  v.name,
@@ -146,6 +135,5 @@ func fastmathCases(dev *engine.Device, size string) ([]bench.Case, func(), error
 			},
 		})
 	}
-	ok = true
-	return cases, g.close, nil
+	return cases, nil
 }

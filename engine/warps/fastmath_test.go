@@ -8,7 +8,7 @@ import (
 
 func TestFastMathVariants(t *testing.T) {
 	eachGPU(t, func(t *testing.T, dev *engine.Device, g *gpu) {
-		cases, closeFn, err := fastmathCases(dev, "4099") // a partial work-group
+		cases, closeFn, err := gpuSuite(fastmathBuild)(dev, "4099") // a partial work-group
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestFastMathNeedsAGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	if _, _, err := fastmathCases(dev, "1K"); err == nil {
+	if _, _, err := gpuSuite(fastmathBuild)(dev, "1K"); err == nil {
 		t.Error("fastmath ran on the CPU device")
 	}
 }

@@ -30,36 +30,27 @@ func init() {
 		Doc: "arithmetic-intensity sweep for the roofline: read+write 8 bytes and F FMAs per element, " +
 			"F = 1..512 (F/4 flop/byte; sizes: elements)",
 		Sizes: sizes("1M", "16M"),
-		Cases: intensityCases,
+		Cases: gpuSuite(intensityBuild),
 	})
 }
 
-func intensityCases(dev *engine.Device, size string) (cases []bench.Case, closeFn func(), err error) {
-	g, err := newGPU(dev)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() {
-		if err != nil {
-			g.close()
-		}
-	}()
+func intensityBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case, err error) {
 	n, err := elements(size)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	x := sweepInput(n)
 	src, err := upload(g, x)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	dst, err := g.alloc(n)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	devMax, err := deviceLimit(g)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// The references are built incrementally: f2's is f1's plus one more step.
 	ref, done := append([]float32(nil), x...), 0
@@ -69,11 +60,11 @@ func intensityCases(dev *engine.Device, size string) (cases []bench.Case, closeF
 		want := append([]float32(nil), ref...)
 		k, err := g.kernel("intensity", "intensity", "-DF="+strconv.Itoa(f))
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		lim, err := kernelLimit(g, k)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		local := min(intensityLocal, devMax, lim)
 		global := roundUp(n, local)
@@ -92,5 +83,5 @@ func intensityCases(dev *engine.Device, size string) (cases []bench.Case, closeF
 			},
 		})
 	}
-	return cases, g.close, nil
+	return cases, nil
 }

@@ -35,7 +35,7 @@ func init() {
 			"Plot GB/s against occupancy: bandwidth needs bytes in flight, from warps or from ACC. Variants that need more shared " +
 			"memory than the device offers are skipped. Sizes are input elements: 64M on GPUs, 1M on CPU-type OpenCL devices. Baseline acc1_smem0.",
 		Sizes: sizes("1M", "64M"),
-		Cases: occupancyCases,
+		Cases: gpuSuite(occupancyBuild),
 	})
 }
 
@@ -93,19 +93,6 @@ func occupancyNaNs(n int) []float32 {
 		x[i] = float32(math.NaN())
 	}
 	return x
-}
-
-func occupancyCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
-	g, err := newGPU(dev)
-	if err != nil {
-		return nil, nil, fmt.Errorf("occupancy: %w", err)
-	}
-	cases, err := occupancyBuild(g, dev, size)
-	if err != nil {
-		g.close()
-		return nil, nil, err
-	}
-	return cases, g.close, nil
 }
 
 func occupancyBuild(g *gpu, dev *engine.Device, size string) ([]bench.Case, error) {

@@ -42,7 +42,7 @@ func init() {
 		Doc: "work-group size 8..1024, with and without reqd_work_group_size/__launch_bounds__, " +
 			"on a memory-bound copy and a compute-bound FMA chain (sizes: elements)",
 		Sizes: sizes("1M", "16M"),
-		Cases: wgsizeCases,
+		Cases: gpuSuite(wgsizeBuild),
 	})
 }
 
@@ -123,34 +123,25 @@ func localsUpTo(locals []int, limit int) []int {
 	return out
 }
 
-func wgsizeCases(dev *engine.Device, size string) (cases []bench.Case, closeFn func(), err error) {
-	g, err := newGPU(dev)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() {
-		if err != nil {
-			g.close()
-		}
-	}()
+func wgsizeBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case, err error) {
 	n, err := elements(size)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	x := sweepInput(n)
 	fmaWant := append([]float32(nil), x...)
 	fmaChain(fmaWant, wgIters)
 	src, err := upload(g, x)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	dst, err := g.alloc(n)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	devMax, err := deviceLimit(g)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	iters := "-DITERS=" + strconv.Itoa(wgIters)
 	build := func(name string, hint bool, local int) (kernel, error) {
@@ -166,19 +157,19 @@ func wgsizeCases(dev *engine.Device, size string) (cases []bench.Case, closeFn f
 		}
 		plain, err := build("wg_"+kind, false, 0)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for _, local := range localsUpTo(wgLocals, devMax) {
 			for _, hint := range []bool{false, true} {
 				k := plain
 				if hint {
 					if k, err = build("wg_"+kind, true, local); err != nil {
-						return nil, nil, err
+						return nil, err
 					}
 				}
 				lim, err := kernelLimit(g, k)
 				if err != nil {
-					return nil, nil, err
+					return nil, err
 				}
 				if local > lim {
 					continue // registers or the hint keep this kernel below the device's limit
@@ -208,5 +199,5 @@ func wgsizeCases(dev *engine.Device, size string) (cases []bench.Case, closeFn f
 			}
 		}
 	}
-	return cases, g.close, nil
+	return cases, nil
 }
