@@ -75,7 +75,11 @@ func Gustavson(a, b *CSR) (*CSR, error) {
 	if err := checkInner(a, b); err != nil {
 		return nil, err
 	}
-	c := &CSR{Rows: a.Rows, Cols: b.Cols, RowPtr: make([]int32, a.Rows+1)}
+	// C has at most one entry per product: reserving that much (up to 64M
+	// entries) saves the copies of a slice that grows by appending.
+	reserve := int(min(Products(a, b), 1<<26))
+	c := &CSR{Rows: a.Rows, Cols: b.Cols, RowPtr: make([]int32, a.Rows+1),
+		ColIdx: make([]int32, 0, reserve), Val: make([]float32, 0, reserve)}
 	acc := newAccumulator(b.Cols)
 	for i := 0; i < a.Rows; i++ {
 		c.ColIdx, c.Val = acc.row(a, b, i, c.ColIdx, c.Val)
@@ -115,6 +119,13 @@ func GustavsonParallel(a, b *CSR) (*CSR, error) {
 				lo, hi := n*block, min((n+1)*block, a.Rows)
 				p := &parts[n]
 				p.lens = make([]int32, hi-lo)
+				var products int64 // an upper bound of the block's entries: reserve it (up to 16M)
+				for q := a.RowPtr[lo]; q < a.RowPtr[hi]; q++ {
+					k := a.ColIdx[q]
+					products += int64(b.RowPtr[k+1] - b.RowPtr[k])
+				}
+				reserve := int(min(products, 1<<24))
+				p.cols, p.vals = make([]int32, 0, reserve), make([]float32, 0, reserve)
 				for i := lo; i < hi; i++ {
 					before := len(p.vals)
 					p.cols, p.vals = acc.row(a, b, i, p.cols, p.vals)
@@ -124,14 +135,19 @@ func GustavsonParallel(a, b *CSR) (*CSR, error) {
 		}()
 	}
 	wg.Wait()
+	// Row pointers first, then each block's entries copied into place.
 	c := &CSR{Rows: a.Rows, Cols: b.Cols, RowPtr: make([]int32, a.Rows+1)}
 	for n, p := range parts {
 		for r, l := range p.lens {
 			i := n*block + r
 			c.RowPtr[i+1] = c.RowPtr[i] + l
 		}
-		c.ColIdx = append(c.ColIdx, p.cols...)
-		c.Val = append(c.Val, p.vals...)
+	}
+	c.ColIdx, c.Val = make([]int32, c.RowPtr[a.Rows]), make([]float32, c.RowPtr[a.Rows])
+	for n, p := range parts {
+		at := c.RowPtr[n*block]
+		copy(c.ColIdx[at:], p.cols)
+		copy(c.Val[at:], p.vals)
 	}
 	return c, nil
 }
