@@ -1,7 +1,6 @@
 package warps
 
 import (
-	"strings"
 	"testing"
 
 	"gpulab/engine"
@@ -19,19 +18,7 @@ func TestBanksWays(t *testing.T) {
 	}
 }
 
-func TestBanksCPUErrors(t *testing.T) {
-	dev, err := engine.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := bench.Lookup("banks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.Cases(dev, "1K"); err == nil || !strings.Contains(err.Error(), "CUDA or OpenCL") {
-		t.Errorf("banks on the CPU: %v, want an error naming CUDA or OpenCL", err)
-	}
-}
+func TestBanksCPUErrors(t *testing.T) { rejectsCPU(t, "banks") }
 
 func TestBanksVariants(t *testing.T) {
 	s, err := bench.Lookup("banks")

@@ -88,15 +88,7 @@ func barrierBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case, 
 		return nil, fmt.Errorf("barrier: size %s: want a multiple of 1024 elements (1K, 64K, 1M)", size)
 	}
 	x := sweepInput(n)
-	src, err := upload(g, x)
-	if err != nil {
-		return nil, err
-	}
-	dst, err := g.alloc(n)
-	if err != nil {
-		return nil, err
-	}
-	devMax, err := deviceLimit(g)
+	src, dst, devMax, err := sweepBuffers(g, x)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"gpulab/engine"
+	"gpulab/engine/bench"
 )
 
 // eachGPU runs fn on every CUDA and OpenCL device of this machine (PoCL here,
@@ -61,5 +62,22 @@ func TestLaunchRejectsBadRanges(t *testing.T) {
 	dev, _ := engine.Open("cpu")
 	if _, err := newGPU(dev); err == nil {
 		t.Error("the CPU device became a gpu")
+	}
+}
+
+// rejectsCPU checks that a suite's Cases fails on the CPU device, naming
+// the device kinds that run kernels.
+func rejectsCPU(t *testing.T, suite string) {
+	t.Helper()
+	dev, err := engine.Open("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := bench.Lookup(suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Cases(dev, "64K"); err == nil || !strings.Contains(err.Error(), "CUDA or OpenCL") {
+		t.Errorf("%s on the CPU: %v, want an error naming CUDA or OpenCL", suite, err)
 	}
 }

@@ -40,15 +40,7 @@ func intensityBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case
 		return nil, err
 	}
 	x := sweepInput(n)
-	src, err := upload(g, x)
-	if err != nil {
-		return nil, err
-	}
-	dst, err := g.alloc(n)
-	if err != nil {
-		return nil, err
-	}
-	devMax, err := deviceLimit(g)
+	src, dst, devMax, err := sweepBuffers(g, x)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package warps
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"gpulab/engine"
@@ -25,19 +24,7 @@ func TestOccupancySmemsFitting(t *testing.T) {
 	}
 }
 
-func TestOccupancyCPUErrors(t *testing.T) {
-	dev, err := engine.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := bench.Lookup("occupancy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.Cases(dev, "1K"); err == nil || !strings.Contains(err.Error(), "CUDA or OpenCL") {
-		t.Errorf("occupancy on the CPU: %v, want an error naming CUDA or OpenCL", err)
-	}
-}
+func TestOccupancyCPUErrors(t *testing.T) { rejectsCPU(t, "occupancy") }
 
 func TestOccupancyVariants(t *testing.T) {
 	s, err := bench.Lookup("occupancy")

@@ -123,6 +123,19 @@ func localsUpTo(locals []int, limit int) []int {
 	return out
 }
 
+// sweepBuffers uploads the input x of a sweep, allocates an output of the
+// same length, and returns the device's work-group size limit.
+func sweepBuffers(g *gpu, x []float32) (src, dst buffer, devMax int, err error) {
+	if src, err = upload(g, x); err != nil {
+		return
+	}
+	if dst, err = g.alloc(len(x)); err != nil {
+		return
+	}
+	devMax, err = deviceLimit(g)
+	return
+}
+
 func wgsizeBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case, err error) {
 	n, err := elements(size)
 	if err != nil {
@@ -131,15 +144,7 @@ func wgsizeBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case, e
 	x := sweepInput(n)
 	fmaWant := append([]float32(nil), x...)
 	fmaChain(fmaWant, wgIters)
-	src, err := upload(g, x)
-	if err != nil {
-		return nil, err
-	}
-	dst, err := g.alloc(n)
-	if err != nil {
-		return nil, err
-	}
-	devMax, err := deviceLimit(g)
+	src, dst, devMax, err := sweepBuffers(g, x)
 	if err != nil {
 		return nil, err
 	}

@@ -81,21 +81,6 @@ func TestWGSizeSkipsAboveLimit(t *testing.T) {
 }
 
 // rejectsCPU checks that suite's Cases fails on the CPU device.
-func rejectsCPU(t *testing.T, suite string) {
-	t.Helper()
-	dev, err := engine.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := bench.Lookup(suite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.Cases(dev, "64K"); err == nil {
-		t.Errorf("%s: Cases on the CPU device should fail", suite)
-	}
-}
-
 func TestWGSizeRejectsCPU(t *testing.T) { rejectsCPU(t, "wgsize") }
 
 func TestWGSizeSweepSizes(t *testing.T) {
