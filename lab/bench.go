@@ -17,6 +17,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	device := fs.String("device", "cpu", "device id (lab devices lists them)")
 	sizes := fs.String("size", "", "comma-separated sizes (suite-specific, e.g. 64M for bandwidth suites); default: the suite's sweep for the device")
+	matrices := fs.String("matrix", "", "sparse suites: comma-separated matrices, each gen:SPEC (gen:rmat:scale=16,ef=8), a .mtx file or a SuiteSparse Group/Name; same as --size")
 	variants := fs.String("variants", "", "comma-separated variants to run (the baseline always runs); default: all")
 	jsonPath := fs.String("json", "", "also write the records to this JSON file")
 	list := fs.Bool("list", false, "list the suites and exit")
@@ -24,7 +25,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	minReps := fs.Int("reps", 5, "at least this many timed runs")
 	minTime := fs.Duration("min-time", 200*time.Millisecond, "repeat until this much device time is spent")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab bench SUITE [--device ID] [--size S,S,...] [--variants V,...] [--json FILE]")
+		fmt.Fprintln(stderr, "usage: lab bench SUITE [--device ID] [--size S,S,... | --matrix M,M,...] [--variants V,...] [--json FILE]")
 		fs.PrintDefaults()
 	}
 	// Allow the suite name before or after the flags.
@@ -58,7 +59,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	defer dev.Close()
 	opt := bench.Options{Warmup: *warmup, MinReps: *minReps, MinTime: *minTime, Variants: bench.SplitList(*variants), Progress: os.Stderr}
-	recs, err := bench.Run(suite, dev, bench.SplitList(*sizes), opt)
+	recs, err := bench.Run(suite, dev, append(bench.SplitList(*sizes), bench.SplitList(*matrices)...), opt)
 	if len(recs) > 0 {
 		fmt.Fprintf(stdout, "%s on %s (%s), commit %s\n", suite.Name, dev.ID, dev.Name, bench.Commit())
 		fmt.Fprint(stdout, bench.Table(recs))

@@ -7,12 +7,18 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 
+	"gpulab/engine"
+	"gpulab/engine/bench"
 	"gpulab/engine/sparse"
 )
 
 const sparseUsage = `usage:
   lab sparse info FILE [--json]      a Matrix Market file's header, entry counts and row lengths
+  lab sparse phases MATRIX [--device cuda:0] [--steps S,...] [--window W] [--json FILE]
+                                     time each phase (and bin) of the GPU SpGEMM steps on C = A²,
+                                     next to cuSPARSE; MATRIX as for lab bench --matrix
   lab sparse fetch Group/Name        download a SuiteSparse matrix (cached) and print its path
                                      ($GPULAB_SUITESPARSE_URL replaces the collection's URL)
 `
@@ -21,13 +27,15 @@ const sparseUsage = `usage:
 func sparseCmd(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, sparseUsage)
-		return usageError{fmt.Errorf("no subcommand (info or fetch)")}
+		return usageError{fmt.Errorf("no subcommand (info, phases or fetch)")}
 	}
 	switch args[0] {
 	case "info":
 		return sparseInfoCmd(args[1:], stdout, stderr)
 	case "fetch":
 		return sparseFetchCmd(args[1:], stdout, stderr)
+	case "phases":
+		return sparsePhasesCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, sparseUsage)
 		return nil
@@ -175,3 +183,53 @@ func sparseFetchCmd(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, path)
 	return nil
 }
+
+func sparsePhasesCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sparse phases", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	device := fs.String("device", "cuda:0", "CUDA device")
+	steps := fs.String("steps", "", "comma-separated steps (default: all of "+strings.Join(sparse.GPUSteps, ", ")+")")
+	jsonPath := fs.String("json", "", "also write the stats to this JSON file")
+	window := fs.Int("window", 0, "column width of the windowed dense blocks, a multiple of 1024 up to 32768 (default 16384)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab sparse phases MATRIX [--device cuda:0] [--steps S,...] [--window W] [--json FILE]")
+		fs.PrintDefaults()
+	}
+	spec, err := oneArg(fs, args, "matrix")
+	if err != nil {
+		return err
+	}
+	dev, err := engine.Open(*device)
+	if err != nil {
+		return usageError{err}
+	}
+	defer dev.Close()
+	if dev.Kind != engine.CUDA {
+		return usageError{fmt.Errorf("lab sparse phases times CUDA kernels; %s is not a CUDA device", dev.ID)}
+	}
+	a, err := sparse.LoadMatrix(spec)
+	if err != nil {
+		return err
+	}
+	var only []string
+	if *steps != "" {
+		only = bench.SplitList(*steps)
+	}
+	stats, err := sparse.Profile(dev.CUDA, a, a, only, *window)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "C = A² for %s (%s) on %s (%s), commit %s\n", spec, a.Shape(), dev.ID, dev.Name, bench.Commit())
+	for _, s := range stats {
+		fmt.Fprintf(stdout, "\n%-18s total %9.3f ms   peak memory %8.1f MiB\n", s.Step, ms(s.Total), float64(s.PeakBytes)/(1<<20))
+		for _, p := range s.Phases {
+			fmt.Fprintf(stdout, "  %-44s %9d rows %9.3f ms %5.1f%%\n", p.Name, p.Rows, ms(p.Time), 100*float64(p.Time)/float64(max(s.Total, 1)))
+		}
+	}
+	if *jsonPath != "" {
+		return bench.WriteJSONValue(*jsonPath, stats)
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -77,11 +77,19 @@ func ParseBytes(s string) (int, error) {
 }
 
 // SplitList splits a comma-separated list such as "64M, 1G", dropping empty
-// items: the form of --size, --variants and the notebooks' knobs.
+// items: the form of --size, --variants and the notebooks' knobs. An item
+// that is only key=value continues the previous item when that one has a
+// colon, so generator specs keep their commas: "uniform:n=64,k=4, 1G" is
+// two items.
 func SplitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
+		f = strings.TrimSpace(f)
+		switch {
+		case f == "":
+		case len(out) > 0 && strings.Contains(f, "=") && !strings.Contains(f, ":") && strings.Contains(out[len(out)-1], ":"):
+			out[len(out)-1] += "," + f
+		default:
 			out = append(out, f)
 		}
 	}
@@ -212,10 +220,13 @@ func speedup(r Record) string {
 
 // WriteJSON writes records as an indented JSON array. It writes a temporary
 // file next to path and renames it, so a failure never leaves half a file.
-func WriteJSON(path string, recs []Record) error {
-	data, err := json.MarshalIndent(recs, "", "  ")
+func WriteJSON(path string, recs []Record) error { return WriteJSONValue(path, recs) }
+
+// WriteJSONValue writes any value as indented JSON, the same safe way.
+func WriteJSONValue(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("bench: encode records: %w", err)
+		return fmt.Errorf("bench: encode %s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")

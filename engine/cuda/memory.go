@@ -101,13 +101,17 @@ func CopyHtoD[T Number](dst *Buffer, src []T) error {
 }
 
 // CopyDtoH copies the start of src into dst (synchronous).
-func CopyDtoH[T Number](dst []T, src *Buffer) error {
+func CopyDtoH[T Number](dst []T, src *Buffer) error { return CopyDtoHAt(dst, src, 0) }
+
+// CopyDtoHAt copies len(dst) elements from src, starting offset bytes in
+// (synchronous): e.g. the last entry of a row-pointer array.
+func CopyDtoHAt[T Number](dst []T, src *Buffer, offset int) error {
 	raw := bytesOf(dst)
-	if err := src.span("copy device to host", 0, len(raw)); err != nil || len(raw) == 0 {
+	if err := src.span("copy device to host", offset, len(raw)); err != nil || len(raw) == 0 {
 		return err
 	}
 	return src.ctx.Do(func() error {
-		return check("cuMemcpyDtoH_v2", cuMemcpyDtoH(unsafe.Pointer(&raw[0]), uint64(src.ptr), uint64(len(raw))))
+		return check("cuMemcpyDtoH_v2", cuMemcpyDtoH(unsafe.Pointer(&raw[0]), uint64(src.ptr)+uint64(offset), uint64(len(raw))))
 	})
 }
 

@@ -20,7 +20,7 @@ import (
 func init() {
 	bench.Register(bench.Suite{
 		Name:  "spmv",
-		Doc:   "sparse matrix × vector, CSR: CPU serial/parallel, CUDA scalar (thread per row) and vector (warp per row), against the bandwidth bound",
+		Doc:   "sparse matrix × vector, CSR: CPU serial/parallel, CUDA scalar (thread per row), vector (warp per row) and stream (row blocks of equal work), against the bandwidth bound",
 		Sizes: spmvSizes,
 		Cases: spmvCases,
 	})
@@ -40,7 +40,7 @@ func spmvBytes(m *CSR) float64 {
 }
 
 func spmvCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
-	m, err := Generate(size)
+	m, err := LoadMatrix(size)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,20 +182,77 @@ func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) be
 		}
 		cases = append(cases, c)
 	}
+	// CSR-stream runs over row blocks cut once on the host.
+	blocks := keep(cuda.Upload(ctx, rowBlocks(m, streamCap)))
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := kernels.CUDA("sparse/spmv_03_stream")
+	if err != nil {
+		return nil, nil, err
+	}
+	mod, err := ctx.Compile(cuda.Source{Name: "sparse/spmv_03_stream.cu", Code: src})
+	if err != nil {
+		return nil, nil, err
+	}
+	fn, err := mod.Function("spmv_stream")
+	if err != nil {
+		return nil, nil, err
+	}
+	nBlocks := blocks.Size()/4 - 1
+	stream := base("spmv_stream")
+	stream.Params["row_blocks"] = nBlocks
+	stream.Reset, stream.Check = reset, check
+	stream.Run = func() (time.Duration, error) {
+		return timer.Time(func() error {
+			return fn.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: nBlocks}, Block: cuda.Dim3{X: 256}}, blocks, rowPtr, colIdx, val, xs, y)
+		})
+	}
+	cases = append(cases, stream)
 	return cases, closeAll, nil
 }
 
-// The "spgemm" suite: C = A² for a generated A. This session has the CPU
-// ladder; the baseline is Gustavson on one goroutine.
+// streamCap is CAP of spmv_03_stream.cu: the most entries a row block holds
+// unless a single row has more.
+const streamCap = 1024
+
+// rowBlocks cuts the rows into consecutive blocks of at most max entries (a
+// longer row is a block of its own) and returns the first row of each block,
+// then m.Rows.
+func rowBlocks(m *CSR, max int) []int32 {
+	out := []int32{0}
+	start := 0
+	for i := 0; i < m.Rows; i++ {
+		if i > start && int(m.RowPtr[i+1]-m.RowPtr[start]) > max {
+			out = append(out, int32(i))
+			start = i
+		}
+	}
+	return append(out, int32(m.Rows))
+}
+
+// The "spgemm" suite: C = A² for a square A (a generator spec, a .mtx file
+// or a SuiteSparse name). On the CPU the baseline is Gustavson on one
+// goroutine; on CUDA it is cuSPARSE's SpGEMM, in the same run, against the
+// five steps of the GPU ladder. Every variant's C must match the CPU
+// Gustavson result: the same rows and columns, values within float32
+// rounding. flops = 2 × products; peak_bytes is the device memory a run had
+// allocated at its highest beyond A (C, buffers, workspaces).
 func init() {
 	bench.Register(bench.Suite{
-		Name: "spgemm",
-		Doc:  "sparse × sparse, C = A²: Gustavson (serial, parallel), dense accumulator, outer product (ESC); flops = 2 × products",
-		Sizes: func(engine.Info) []string {
-			return []string{"uniform:n=16384,k=8", "rmat:scale=14,ef=8,a=0.57,b=0.19,c=0.19"}
-		},
+		Name:  "spgemm",
+		Doc:   "sparse × sparse, C = A²: CPU Gustavson (serial, parallel), dense accumulator, outer product; CUDA ladder 01–05 against cuSPARSE; flops = 2 × products",
+		Sizes: spgemmSizes,
 		Cases: spgemmCases,
 	})
+}
+
+func spgemmSizes(dev engine.Info) []string {
+	if dev.Kind == engine.CUDA {
+		return []string{"uniform:n=262144,k=16", "banded:n=262144,w=8", "poisson:k=512",
+			"rmat:scale=18,ef=8,a=0.57,b=0.19,c=0.19", "rmat:scale=16,ef=16,a=0.65,b=0.15,c=0.15"}
+	}
+	return []string{"uniform:n=16384,k=8", "rmat:scale=14,ef=8,a=0.57,b=0.19,c=0.19"}
 }
 
 // sameStructure compares two CSR results: rows and columns exactly, values
@@ -208,20 +265,46 @@ func sameStructure(got, want *CSR) bench.Checked {
 	return bench.Compare(got.Val, want.Val)
 }
 
-func spgemmCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
-	if dev.Kind != engine.CPU {
-		return nil, nil, fmt.Errorf("sparse: spgemm has only the CPU ladder so far, not %s", dev.ID)
+// spgemmTolerance bounds the float32 disagreement between two summation
+// orders of A·B's longest row: about (products in the row) · 2^-23 relative.
+func spgemmTolerance(a, b *CSR) float64 {
+	longest := 0
+	for i := 0; i < a.Rows; i++ {
+		n := 0
+		for p := a.RowPtr[i]; p < a.RowPtr[i+1]; p++ {
+			k := a.ColIdx[p]
+			n += int(b.RowPtr[k+1] - b.RowPtr[k])
+		}
+		longest = max(longest, n)
 	}
-	a, err := Generate(size)
+	return max(1e-5, float64(longest)*math.Ldexp(1, -23))
+}
+
+func spgemmCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
+	if dev.Kind != engine.CPU && dev.Kind != engine.CUDA {
+		return nil, nil, fmt.Errorf("sparse: spgemm runs on the CPU and CUDA devices, not %s", dev.ID)
+	}
+	a, err := LoadMatrix(size)
 	if err != nil {
 		return nil, nil, err
 	}
 	if a.Rows != a.Cols {
 		return nil, nil, fmt.Errorf("sparse: spgemm computes A², but %s is %d×%d", size, a.Rows, a.Cols)
 	}
-	want, err := Gustavson(a, a)
+	products := Products(a, a)
+	if products > math.MaxInt32 {
+		return nil, nil, fmt.Errorf("sparse: A² of %s needs %d products; the 32-bit offsets allow %d", size, products, math.MaxInt32)
+	}
+	want, err := GustavsonParallel(a, a)
 	if err != nil {
 		return nil, nil, err
+	}
+	base := func(variant string) bench.Case {
+		return bench.Case{Variant: variant, Flops: 2 * float64(products), Tol: spgemmTolerance(a, a),
+			Params: bench.Params{"matrix": size, "rows": a.Rows, "nnz": a.NNZ(), "products": products, "nnz_c": want.NNZ()}}
+	}
+	if dev.Kind == engine.CUDA {
+		return spgemmCUDA(dev.CUDA, a, want, base)
 	}
 	var cases []bench.Case
 	for _, v := range []struct {
@@ -230,9 +313,8 @@ func spgemmCases(dev *engine.Device, size string) ([]bench.Case, func(), error) 
 	}{{"gustavson_serial", Gustavson}, {"gustavson_parallel", GustavsonParallel},
 		{"dense_accumulator", DenseAccumulator}, {"outer_product", OuterProduct}} {
 		var got *CSR
-		c := bench.Case{Variant: v.name, Baseline: v.name == "gustavson_serial",
-			Params: bench.Params{"matrix": size, "rows": a.Rows, "nnz": a.NNZ(), "products": Products(a, a)},
-			Flops:  2 * float64(Products(a, a)), Tol: 1e-5}
+		c := base(v.name)
+		c.Baseline = v.name == "gustavson_serial"
 		c.Reset = func() error { got = nil; return nil }
 		c.Run = func() (time.Duration, error) {
 			t := time.Now()
@@ -249,4 +331,83 @@ func spgemmCases(dev *engine.Device, size string) ([]bench.Case, func(), error) 
 		cases = append(cases, c)
 	}
 	return cases, nil, nil
+}
+
+// spgemmCUDA prepares cuSPARSE (the baseline) and the ladder's steps. Each
+// case keeps its latest C for the check and releases it before the next run;
+// the timer spans the whole call, for cuSPARSE and the ladder alike, and both
+// draw memory from the same caching pool.
+func spgemmCUDA(ctx *cuda.Context, a, want *CSR, base func(string) bench.Case) (cases []bench.Case, closeAll func(), err error) {
+	da, err := UploadCSR(ctx, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	g := NewGPUSpGEMM(ctx)
+	sp, err := ctx.NewSparse(nil)
+	if err != nil {
+		da.Free()
+		return nil, nil, err
+	}
+	timer, err := ctx.NewTimer(nil)
+	if err != nil {
+		da.Free()
+		sp.Destroy()
+		return nil, nil, err
+	}
+	results := map[string]cuda.CSR{}
+	closeAll = func() {
+		for _, c := range results {
+			g.Release(c)
+		}
+		timer.Destroy()
+		sp.Destroy()
+		g.Close()
+		da.Free()
+	}
+	add := func(variant string, multiply func() (cuda.CSR, int, error)) {
+		c := base(variant)
+		c.Baseline = variant == "cusparse"
+		c.Reset = func() error {
+			g.Release(results[variant])
+			delete(results, variant)
+			return nil
+		}
+		c.Run = func() (time.Duration, error) {
+			g.Release(results[variant])
+			delete(results, variant)
+			var out cuda.CSR
+			var peak int
+			d, err := timer.Time(func() error {
+				var err error
+				out, peak, err = multiply()
+				return err
+			})
+			if err != nil {
+				return 0, err
+			}
+			results[variant] = out
+			c.Params["peak_bytes"] = peak
+			return d, nil
+		}
+		c.Check = func() (bench.Checked, error) {
+			out, ok := results[variant]
+			if !ok {
+				return bench.Checked{}, fmt.Errorf("%s produced no result", variant)
+			}
+			got, err := DownloadCSR(out)
+			if err != nil {
+				return bench.Checked{}, err
+			}
+			return sameStructure(got, want), nil
+		}
+		cases = append(cases, c)
+	}
+	add("cusparse", func() (cuda.CSR, int, error) { return g.CuSPARSE(sp, da, da) })
+	for _, step := range GPUSteps {
+		add(step, func() (cuda.CSR, int, error) {
+			c, stats, err := g.Multiply(step, da, da)
+			return c, stats.PeakBytes, err
+		})
+	}
+	return cases, closeAll, nil
 }

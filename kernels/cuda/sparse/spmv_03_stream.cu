@@ -1,0 +1,52 @@
+// SpMV step 03 — CSR-stream: blocks of rows with about the same number of
+// entries (CSR-Adaptive, Greathouse and Daga 2014).
+//
+// Idea: steps 01 and 02 are latency-bound, not bandwidth-bound: a thread or
+// a warp has one or two entries in flight at a time, waiting on rowPtr, then
+// colIdx and val, then x. Here the host cuts the rows into blocks of at
+// most CAP = 1024 entries (whole rows; a longer row gets a block to itself).
+// A block streams its entries with fully coalesced loads, 4 independent
+// ones per thread, multiplies them by x into shared memory, and only then
+// does each thread add up one row from shared memory. Every block moves the
+// same amount of data, whatever the row lengths.
+// Traffic: the bytes of the bound, now with enough of them in flight.
+// Cost: the row-block array (one int per block of rows, computed once per
+// matrix on the host, like cuSPARSE's SpMV analysis); rows summed serially
+// from shared memory; a long row is reduced by one block.
+#define CAP 1024
+#define THREADS 256
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+    spmv_stream(const int* __restrict__ rowBlocks, const int* __restrict__ rowPtr, const int* __restrict__ colIdx,
+                const float* __restrict__ val, const float* __restrict__ x, float* __restrict__ y) {
+    __shared__ float prod[CAP];
+    __shared__ float warpSum[THREADS / 32];
+    int r0 = rowBlocks[blockIdx.x], r1 = rowBlocks[blockIdx.x + 1];
+    int p0 = rowPtr[r0], p1 = rowPtr[r1];
+    if (p1 - p0 > CAP) {  // one long row: the whole block reduces it
+        float sum = 0.f;
+#pragma unroll 4
+        for (int p = p0 + threadIdx.x; p < p1; p += THREADS) sum += val[p] * x[colIdx[p]];
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
+        if (threadIdx.x % 32 == 0) warpSum[threadIdx.x / 32] = sum;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            float s = 0.f;
+            for (int w = 0; w < THREADS / 32; w++) s += warpSum[w];
+            y[r0] = s;
+        }
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < CAP / THREADS; k++) {
+        int i = threadIdx.x + k * THREADS;
+        if (p0 + i < p1) prod[i] = val[p0 + i] * x[colIdx[p0 + i]];
+    }
+    __syncthreads();
+    for (int r = r0 + threadIdx.x; r < r1; r += THREADS) {
+        float sum = 0.f;
+        for (int p = rowPtr[r]; p < rowPtr[r + 1]; p++) sum += prod[p - p0];
+        y[r] = sum;
+    }
+}
