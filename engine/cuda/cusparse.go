@@ -223,7 +223,9 @@ func (sp *Sparse) SpGEMM(a, b CSR, alloc func(bytes int) (*Buffer, error), relea
 		return c, err
 	}
 	var rows, cols, nnz int64
-	if err = sp.ctx.Do(func() error { return cusparseCheck("cusparseSpMatGetSize", cusparseSpMatGetSize(dc, &rows, &cols, &nnz)) }); err != nil {
+	if err = sp.ctx.Do(func() error {
+		return cusparseCheck("cusparseSpMatGetSize", cusparseSpMatGetSize(dc, &rows, &cols, &nnz))
+	}); err != nil {
 		return c, err
 	}
 	c.NNZ = int(nnz)
