@@ -79,6 +79,9 @@ func TestSparseErrors(t *testing.T) {
 		{[]string{"sparse", "info", bad}, 1, bad + ":line 3: column index 7 out of range 1..2"},
 		{[]string{"sparse", "info", "no/such/file.mtx"}, 1, "no such file"},
 		{[]string{"sparse", "fetch", "justaname"}, 2, "bad SuiteSparse matrix name"},
+		{[]string{"sparse", "phases"}, 2, "no matrix given"},
+		{[]string{"sparse", "phases", "poisson:k=4", "--device", "cpu"}, 2, "not a CUDA device"},
+		{[]string{"sparse", "phases", "poisson:k=4", "--device", "cuda:99"}, 2, "cuda:99"},
 	}
 	for _, tc := range tests {
 		code, _, errs := lab(tc.args...)
@@ -123,5 +126,24 @@ func TestSparseFetch(t *testing.T) {
 	code, _, errs = lab("sparse", "fetch", "--cache", cache, "Test/absent")
 	if code != 1 || !strings.Contains(errs, "404") {
 		t.Errorf("absent matrix: exit %d %s", code, errs)
+	}
+}
+
+// TestBenchMatrix runs the CPU spgemm suite through --matrix with a
+// generator spec (commas included), a .mtx file and the gen: prefix.
+func TestBenchMatrix(t *testing.T) {
+	file := filepath.Join("..", "datasets", "mtx", "general4x4.mtx")
+	code, out, errs := lab("bench", "spgemm", "--device", "cpu", "--min-time", "1ms", "--reps", "1",
+		"--matrix", "uniform:n=300,k=5, "+file+", gen:banded:n=50,w=2", "--variants", "gustavson_parallel")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, out, errs)
+	}
+	for _, want := range []string{"uniform:n=300,k=5", "general4x4.mtx", "gen:banded:n=50,w=2", "gustavson_parallel"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errs := lab("bench", "spgemm", "--device", "cpu", "--matrix", "Nope/NotThere/x"); code == 0 || !strings.Contains(errs, "Nope/NotThere/x") {
+		t.Errorf("a bad matrix name: exit %d, %s", code, errs)
 	}
 }

@@ -17,14 +17,18 @@ import (
 // GPUSteps lists the ladder's steps, in order.
 var GPUSteps = []string{"01_row_per_block", "02_two_phase", "03_shared_hash", "04_binned", "05_outer_product"}
 
-// hashTable is one hash-kernel configuration: a table of Slots entries per
+// HashTable is one hash-kernel configuration: a table of Slots entries per
 // row, Threads per block. A row goes to the first table whose Slots/2 is at
-// least its bound, so no table is more than half full.
-type hashTable struct{ Slots, Threads int }
+// least its bound, so no table is more than half full; rows beyond the last
+// table go to the windowed dense kernels.
+type HashTable struct{ Slots, Threads int }
 
+// The tables of step 03 (one size for all) and step 04 (binned). They must
+// match the kernels that spgemm_03_shared_hash.cu, spgemm_04_binned.cu and
+// spgemm_05_outer_product.cu instantiate.
 var (
-	oneTable   = []hashTable{{4096, 256}} // step 03
-	binnedTabs = []hashTable{{64, 32}, {128, 32}, {256, 64}, {512, 128}, {1024, 256}, {2048, 256}, {4096, 256}}
+	SharedTables = []HashTable{{4096, 256}}
+	BinnedTables = []HashTable{{64, 32}, {128, 32}, {256, 64}, {512, 128}, {1024, 256}, {2048, 256}, {4096, 256}}
 )
 
 // Phase is the GPU time of one part of a GPU SpGEMM: a kernel or a host
@@ -345,7 +349,7 @@ func (r *run) products(a, b cuda.CSR) (*cuda.Buffer, error) {
 
 // bins sorts the rows into len(tables)+1 bins by bound (the last bin is the
 // dense kernels') and returns the device lists and their lengths.
-func (r *run) bins(bound *cuda.Buffer, rows int, tables []hashTable) (*cuda.Buffer, []int, error) {
+func (r *run) bins(bound *cuda.Buffer, rows int, tables []HashTable) (*cuda.Buffer, []int, error) {
 	n := len(tables) + 1
 	limits := make([]int32, n)
 	for i, t := range tables {
@@ -473,9 +477,9 @@ func (g *GPUSpGEMM) Multiply(step string, a, b cuda.CSR) (c cuda.CSR, stats GPUS
 	case "02_two_phase":
 		err = r.twoPhase(a, b, &c)
 	case "03_shared_hash":
-		err = r.hashed(a, b, &c, oneTable)
+		err = r.hashed(a, b, &c, SharedTables)
 	case "04_binned":
-		err = r.hashed(a, b, &c, binnedTabs)
+		err = r.hashed(a, b, &c, BinnedTables)
 	case "05_outer_product":
 		err = r.outerProduct(a, b, &c)
 	default:
@@ -626,7 +630,7 @@ func (r *run) exactC(c *cuda.CSR, nnz *cuda.Buffer) error {
 // for the last bin, a dense kernel.
 type binLaunch struct {
 	r      *run
-	tables []hashTable
+	tables []HashTable
 	list   *cuda.Buffer
 	counts []int
 	rows   int // rows of C, the stride between the bins' lists
@@ -634,7 +638,7 @@ type binLaunch struct {
 
 // each calls hash(table, list, n) for every non-empty hash bin and
 // dense(list, n) for the dense bin, and closes a phase per bin.
-func (bl binLaunch) each(pass string, hash func(t hashTable, list cuda.DevicePtr, n int) error, dense func(list cuda.DevicePtr, n int) error) error {
+func (bl binLaunch) each(pass string, hash func(t HashTable, list cuda.DevicePtr, n int) error, dense func(list cuda.DevicePtr, n int) error) error {
 	for i, n := range bl.counts {
 		if n == 0 {
 			continue
@@ -662,7 +666,7 @@ func (bl binLaunch) each(pass string, hash func(t hashTable, list cuda.DevicePtr
 	return nil
 }
 
-func hashGrid(t hashTable, n, bytesPerSlot int) cuda.LaunchConfig {
+func hashGrid(t HashTable, n, bytesPerSlot int) cuda.LaunchConfig {
 	return cuda.LaunchConfig{Grid: cuda.Dim3{X: n}, Block: cuda.Dim3{X: t.Threads}, SharedMem: bytesPerSlot * t.Slots}
 }
 
@@ -671,7 +675,7 @@ func hashGrid(t hashTable, n, bytesPerSlot int) cuda.LaunchConfig {
 // the largest table holds go to the windowed dense kernels, on chip as well
 // and spread over a block per window; they keep the same list in both
 // passes, so their per-window counts line up.
-func (r *run) hashed(a, b cuda.CSR, c *cuda.CSR, tables []hashTable) error {
+func (r *run) hashed(a, b cuda.CSR, c *cuda.CSR, tables []HashTable) error {
 	prod, err := r.products(a, b)
 	if err != nil {
 		return err
@@ -698,7 +702,7 @@ func (r *run) hashed(a, b cuda.CSR, c *cuda.CSR, tables []hashTable) error {
 		return cuda.LaunchConfig{Grid: cuda.Dim3{X: n, Y: windows}, Block: cuda.Dim3{X: window / 32}, SharedMem: smem}
 	}
 	bl := binLaunch{r: r, tables: tables, list: list, counts: counts, rows: a.Rows}
-	err = bl.each("symbolic", func(t hashTable, rows cuda.DevicePtr, n int) error {
+	err = bl.each("symbolic", func(t HashTable, rows cuda.DevicePtr, n int) error {
 		args := append(append([]any{rows}, rowArgs(a, b, false)...), nnz)
 		return r.launch(fmt.Sprintf("hash_symbolic_%d", t.Slots), hashGrid(t, n, 4), args...)
 	}, func(rows cuda.DevicePtr, n int) error {
@@ -726,7 +730,7 @@ func (r *run) hashed(a, b cuda.CSR, c *cuda.CSR, tables []hashTable) error {
 		return err
 	}
 	out := []any{c.RowPtr, c.ColIdx, c.Val}
-	err = numeric.each("numeric", func(t hashTable, rows cuda.DevicePtr, n int) error {
+	err = numeric.each("numeric", func(t HashTable, rows cuda.DevicePtr, n int) error {
 		args := append(append([]any{rows}, rowArgs(a, b, true)...), append(out, cuda.DevicePtr(0))...)
 		return r.launch(fmt.Sprintf("hash_numeric_%d", t.Slots), hashGrid(t, n, 8), args...)
 	}, nil)
@@ -800,7 +804,7 @@ func (r *run) outerProduct(a, b cuda.CSR, c *cuda.CSR) error {
 		return err
 	}
 	// Compress each row's slice in place.
-	list, counts, err := r.bins(prod, a.Rows, binnedTabs)
+	list, counts, err := r.bins(prod, a.Rows, BinnedTables)
 	if err != nil {
 		return err
 	}
@@ -808,10 +812,10 @@ func (r *run) outerProduct(a, b cuda.CSR, c *cuda.CSR) error {
 	if err != nil {
 		return err
 	}
-	bl := binLaunch{r: r, tables: binnedTabs, list: list, counts: counts, rows: a.Rows}
+	bl := binLaunch{r: r, tables: BinnedTables, list: list, counts: counts, rows: a.Rows}
 	src := []any{offsets, col, val}
 	out := []any{offsets, col, val, count}
-	err = bl.each("compress", func(t hashTable, rows cuda.DevicePtr, n int) error {
+	err = bl.each("compress", func(t HashTable, rows cuda.DevicePtr, n int) error {
 		return r.launch(fmt.Sprintf("hash_numeric_%d", t.Slots), hashGrid(t, n, 8), append(append([]any{rows}, src...), out...)...)
 	}, func(rows cuda.DevicePtr, n int) error {
 		ws, err := r.denseWorkspace(n, b.Cols, true)

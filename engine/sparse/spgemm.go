@@ -25,6 +25,20 @@ func Products(a, b *CSR) int64 {
 	return n
 }
 
+// RowProducts returns, for each row i of A·B, the number of multiplications
+// it needs: the sum of |row k of B| over the entries a_ik. It bounds the
+// row's entries in C, and it is what the GPU steps bin rows by.
+func RowProducts(a, b *CSR) []int64 {
+	out := make([]int64, a.Rows)
+	for i := range out {
+		for p := a.RowPtr[i]; p < a.RowPtr[i+1]; p++ {
+			k := a.ColIdx[p]
+			out[i] += int64(b.RowPtr[k+1] - b.RowPtr[k])
+		}
+	}
+	return out
+}
+
 func checkInner(a, b *CSR) error {
 	if a.Cols != b.Rows {
 		return fmt.Errorf("sparse: A·B: A is %d×%d but B is %d×%d: inner dimensions differ", a.Rows, a.Cols, b.Rows, b.Cols)

@@ -125,3 +125,28 @@ func TestProducts(t *testing.T) {
 		t.Errorf("empty A: %d products", got)
 	}
 }
+
+func TestRowProducts(t *testing.T) {
+	for _, spec := range []string{"uniform:n=500,k=6", "rmat:scale=9,ef=4", "banded:n=7,w=0"} {
+		m, err := Generate(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := RowProducts(m, m)
+		var sum int64
+		for i, n := range per {
+			var want int64
+			for p := m.RowPtr[i]; p < m.RowPtr[i+1]; p++ {
+				k := m.ColIdx[p]
+				want += int64(m.RowPtr[k+1] - m.RowPtr[k])
+			}
+			if n != want {
+				t.Fatalf("%s: row %d has %d products, want %d", spec, i, n, want)
+			}
+			sum += n
+		}
+		if sum != Products(m, m) {
+			t.Errorf("%s: rows sum to %d products, Products says %d", spec, sum, Products(m, m))
+		}
+	}
+}
