@@ -18,6 +18,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	device := fs.String("device", "cpu", "device id (lab devices lists them)")
 	sizes := fs.String("size", "", "comma-separated sizes (suite-specific, e.g. 64M for bandwidth suites); default: the suite's sweep for the device")
 	matrices := fs.String("matrix", "", "sparse suites: comma-separated matrices, each gen:SPEC (gen:rmat:scale=16,ef=8), a .mtx file or a SuiteSparse Group/Name; same as --size")
+	var km struct{ n, d, k, iters, batch int }
+	fs.IntVar(&km.n, "n", 0, "kmeans: points (with --d and --k: adds the size blobs:n=,d=,k=,iters=,batch=)")
+	fs.IntVar(&km.d, "d", 0, "kmeans: dimensions")
+	fs.IntVar(&km.k, "k", 0, "kmeans: clusters")
+	fs.IntVar(&km.iters, "iters", 10, "kmeans: Lloyd iterations per run")
+	fs.IntVar(&km.batch, "stream-batch", 0, "kmeans: stream X from pinned host memory in batches of this many rows (0: resident when it fits)")
 	variants := fs.String("variants", "", "comma-separated variants to run (the baseline always runs); default: all")
 	jsonPath := fs.String("json", "", "also write the records to this JSON file")
 	list := fs.Bool("list", false, "list the suites and exit")
@@ -59,7 +65,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	defer dev.Close()
 	opt := bench.Options{Warmup: *warmup, MinReps: *minReps, MinTime: *minTime, Variants: bench.SplitList(*variants), Progress: os.Stderr}
-	recs, err := bench.Run(suite, dev, append(bench.SplitList(*sizes), bench.SplitList(*matrices)...), opt)
+	sizeList := append(bench.SplitList(*sizes), bench.SplitList(*matrices)...)
+	if km.n != 0 || km.d != 0 || km.k != 0 {
+		sizeList = append(sizeList, fmt.Sprintf("blobs:n=%d,d=%d,k=%d,iters=%d,batch=%d", km.n, km.d, km.k, km.iters, km.batch))
+	}
+	recs, err := bench.Run(suite, dev, sizeList, opt)
 	if len(recs) > 0 {
 		fmt.Fprintf(stdout, "%s on %s (%s), commit %s\n", suite.Name, dev.ID, dev.Name, bench.Commit())
 		fmt.Fprint(stdout, bench.Table(recs))

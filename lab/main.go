@@ -11,10 +11,11 @@ import (
 	"io"
 	"os"
 
-	_ "gpulab/engine/bandwidth" // registers the copy, vecadd and saxpy suites
-	_ "gpulab/engine/gemm"      // registers the gemm suite
-	_ "gpulab/engine/sparse"    // registers the spmv and spgemm suites
-	_ "gpulab/engine/warps"     // registers the OpenCL-and-warps experiments
+	_ "gpulab/engine/bandwidth"      // registers the copy, vecadd and saxpy suites
+	_ "gpulab/engine/cluster/kmeans" // registers the kmeans suite
+	_ "gpulab/engine/gemm"           // registers the gemm suite
+	_ "gpulab/engine/sparse"         // registers the spmv and spgemm suites
+	_ "gpulab/engine/warps"          // registers the OpenCL-and-warps experiments
 )
 
 const usage = `lab: gpulab's command line.
@@ -27,6 +28,8 @@ Usage:
   lab plot --x PARAM --out F.png FILE.json ...   draw records as a chart (lab plot --help)
   lab sparse info FILE.mtx [--json]     a Matrix Market file's header, nnz and row lengths
   lab sparse fetch Group/Name           download a SuiteSparse matrix (cached); print its path
+  lab sparse phases MATRIX              GPU time of each phase of the SpGEMM steps (lab sparse help)
+  lab kmeans --data X.npy --k K ...     k-means on your data; writes labels.npy, centers.npy (lab kmeans --help)
 
 Device ids select a device everywhere: cpu, opencl:P:D, cuda:N.
 `
@@ -54,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = plotCmd(args[1:], stdout, stderr)
 	case "sparse":
 		err = sparseCmd(args[1:], stdout, stderr)
+	case "kmeans":
+		err = kmeansCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -90,13 +90,16 @@ func bytesOf[T Number](s []T) []byte {
 }
 
 // CopyHtoD copies src to the start of dst (synchronous).
-func CopyHtoD[T Number](dst *Buffer, src []T) error {
+func CopyHtoD[T Number](dst *Buffer, src []T) error { return CopyHtoDAt(dst, 0, src) }
+
+// CopyHtoDAt copies src into dst from offset bytes on (synchronous).
+func CopyHtoDAt[T Number](dst *Buffer, offset int, src []T) error {
 	raw := bytesOf(src)
-	if err := dst.span("copy host to device", 0, len(raw)); err != nil || len(raw) == 0 {
+	if err := dst.span("copy host to device", offset, len(raw)); err != nil || len(raw) == 0 {
 		return err
 	}
 	return dst.ctx.Do(func() error {
-		return check("cuMemcpyHtoD_v2", cuMemcpyHtoD(uint64(dst.ptr), unsafe.Pointer(&raw[0]), uint64(len(raw))))
+		return check("cuMemcpyHtoD_v2", cuMemcpyHtoD(uint64(dst.ptr)+uint64(offset), unsafe.Pointer(&raw[0]), uint64(len(raw))))
 	})
 }
 

@@ -1,0 +1,448 @@
+package datasets
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A .npy file (NumPy's format, see numpy.lib.format) is
+//
+//	"\x93NUMPY"  magic
+//	major, minor one byte each: 1.0 or 2.0
+//	HEADER_LEN   uint16 (1.0) or uint32 (2.0), little-endian
+//	header       HEADER_LEN bytes of ASCII: a Python dict literal such as
+//	             {'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }
+//	             padded with spaces and ending in '\n'
+//	data         the array's elements, back to back
+//
+// NumPy pads the header so that the data starts at a multiple of 64 bytes,
+// which lets the data be memory-mapped and read aligned.
+
+const (
+	npyMagic = "\x93NUMPY"
+	npyAlign = 64
+	// npyGrowthDigits is NumPy's GROWTH_AXIS_MAX_DIGITS: np.save leaves room
+	// in the header for the first dimension to grow to 21 digits, so that the
+	// header can be rewritten in place when rows are appended.
+	npyGrowthDigits = 21
+	// npyMaxHeader bounds the header we are willing to read; NumPy refuses
+	// headers over 10000 bytes by default.
+	npyMaxHeader = 1 << 16
+	// chunkBytes is how much data the readers and writers hold at a time.
+	chunkBytes = 1 << 20
+)
+
+// npyItemSize is the element size of each dtype the readers understand.
+var npyItemSize = map[string]int{"<f4": 4, "<f8": 8, "<i4": 4}
+
+// NPYFile is an open .npy file holding a 1-D or 2-D array in C (row-major)
+// order, little-endian, of dtype float32, float64 or int32. It reads rows on
+// demand, so that files larger than memory can be processed in batches.
+//
+// Versions 1.0 and 2.0 of the format are read.
+type NPYFile struct {
+	Path  string // the file's path, as given to OpenNPY
+	DType string // the NumPy dtype: "<f4", "<f8" or "<i4"
+	// Rows and Cols are the array's shape; a 1-D array of n elements has
+	// Rows = n and Cols = 1.
+	Rows, Cols int
+
+	f        *os.File
+	shape    []int // as in the header: one or two dimensions
+	itemSize int   // bytes per element
+	offset   int64 // where the data starts
+}
+
+// OpenNPY opens the .npy file at path and validates its header: the magic
+// and version, the dtype (<f4, <f8 or <i4), C order and a 1-D or 2-D shape.
+// It also checks that the file holds exactly the shape's worth of data, so
+// that a truncated or over-long file is reported here and not by a later
+// read. The caller must Close the file.
+func OpenNPY(path string) (*NPYFile, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: %w", err)
+	}
+	f := &NPYFile{Path: path, f: fh}
+	if err := f.readHeader(); err != nil {
+		fh.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readHeader parses the prefix and header dict of f and sets its exported
+// fields, shape, itemSize and offset.
+func (f *NPYFile) readHeader() error {
+	st, err := f.f.Stat()
+	if err != nil {
+		return fmt.Errorf("datasets: %w", err)
+	}
+	size := st.Size()
+	var pre [12]byte
+	n, err := f.f.ReadAt(pre[:], 0)
+	if err != nil && err != io.EOF { // a short file is judged below
+		return fmt.Errorf("datasets: %s: %w", f.Path, err)
+	}
+	if n < len(npyMagic) || string(pre[:len(npyMagic)]) != npyMagic {
+		return fileErr(f.Path, "not a .npy file: bad magic, it does not start with %q", npyMagic)
+	}
+	// The prefix is the magic, two version bytes and the header length:
+	// a uint16 in version 1.0, a uint32 in version 2.0.
+	prefix := map[byte]int{1: 10, 2: 12}[pre[6]]
+	switch {
+	case n < 8 || n < prefix:
+		return fileErr(f.Path, "the file ends inside the .npy prefix, after %d bytes", n)
+	case prefix == 0 || pre[7] != 0:
+		return fileErr(f.Path, "unsupported .npy version %d.%d (want 1.0 or 2.0)", pre[6], pre[7])
+	}
+	start, hlen := int64(prefix), int64(binary.LittleEndian.Uint32(pre[8:]))
+	if pre[6] == 1 {
+		hlen = int64(binary.LittleEndian.Uint16(pre[8:]))
+	}
+	if start+hlen > size {
+		return fileErr(f.Path, "header length %d runs past the end of the file (%d bytes)", hlen, size)
+	}
+	if hlen > npyMaxHeader {
+		return fileErr(f.Path, "header length %d is implausibly large (over %d)", hlen, npyMaxHeader)
+	}
+	h := make([]byte, hlen)
+	if _, err := f.f.ReadAt(h, start); err != nil {
+		return fmt.Errorf("datasets: %s: reading the header: %w", f.Path, err)
+	}
+	if err := f.parseHeader(string(h)); err != nil {
+		return fileErr(f.Path, "%v", err)
+	}
+	f.offset = start + hlen
+	want := int64(f.itemSize)
+	for _, d := range f.shape {
+		if d > 0 && want > math.MaxInt64/int64(d) {
+			return fileErr(f.Path, "shape %s is too large", npyShape(f.shape))
+		}
+		want *= int64(d)
+	}
+	if got := size - f.offset; got != want {
+		return fileErr(f.Path, "header says shape %s = %d bytes of data but the file has %d",
+			npyShape(f.shape), want, got)
+	}
+	return nil
+}
+
+// parseHeader interprets the header dict and sets DType, Rows, Cols, shape
+// and itemSize.
+func (f *NPYFile) parseHeader(h string) error {
+	d, err := parsePyDict(h)
+	if err != nil {
+		return err
+	}
+	for _, k := range []string{"descr", "fortran_order", "shape"} {
+		if _, ok := d[k]; !ok {
+			return fmt.Errorf("header has no '%s': %q", k, strings.TrimSpace(h))
+		}
+	}
+	descr := d["descr"]
+	if len(descr) < 2 || (descr[0] != '\'' && descr[0] != '"') || descr[len(descr)-1] != descr[0] {
+		return fmt.Errorf("descr %s is not a simple dtype (structured dtypes are not supported)", descr)
+	}
+	f.DType = descr[1 : len(descr)-1]
+	switch f.itemSize = npyItemSize[f.DType]; {
+	case f.itemSize > 0:
+	case strings.HasPrefix(f.DType, ">"):
+		return fmt.Errorf("big-endian dtype '%s' is not supported (want little-endian '<f4', '<f8' or '<i4')", f.DType)
+	default:
+		return fmt.Errorf("dtype '%s' is not supported (want '<f4', '<f8' or '<i4')", f.DType)
+	}
+	switch d["fortran_order"] {
+	case "False":
+	case "True":
+		return fmt.Errorf("fortran_order is True: column-major arrays are not supported; save np.ascontiguousarray(arr)")
+	default:
+		return fmt.Errorf("fortran_order %q is not True or False", d["fortran_order"])
+	}
+	if f.shape, err = parsePyShape(d["shape"]); err != nil {
+		return err
+	}
+	switch len(f.shape) {
+	case 1:
+		f.Rows, f.Cols = f.shape[0], 1
+	case 2:
+		f.Rows, f.Cols = f.shape[0], f.shape[1]
+	default:
+		return fmt.Errorf("shape %s is %d-d; only 1-D and 2-D arrays are supported", npyShape(f.shape), len(f.shape))
+	}
+	return nil
+}
+
+// parsePyDict splits a Python dict literal with string keys into its keys
+// and the source text of its values. Values may be strings, names such as
+// True, or tuples and lists, whose commas do not end the value.
+func parsePyDict(s string) (map[string]string, error) {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil, fmt.Errorf("header %q is not a Python dict", s)
+	}
+	d := map[string]string{}
+	for rest := s[1 : len(s)-1]; ; {
+		if rest = strings.TrimSpace(rest); rest == "" {
+			return d, nil
+		}
+		q := rest[0]
+		end := strings.IndexByte(rest[1:], q) + 1
+		if (q != '\'' && q != '"') || end == 0 {
+			return nil, fmt.Errorf("header %q: expected a quoted key at %q", s, rest)
+		}
+		key := rest[1:end]
+		rest = strings.TrimSpace(rest[end+1:])
+		if !strings.HasPrefix(rest, ":") {
+			return nil, fmt.Errorf("header %q: no ':' after key '%s'", s, key)
+		}
+		rest = rest[1:]
+		n := pyValueEnd(rest)
+		d[key] = strings.TrimSpace(rest[:n])
+		rest = strings.TrimPrefix(rest[n:], ",")
+	}
+}
+
+// pyValueEnd returns the index of the comma that ends the Python value at the
+// start of s, or len(s): the first comma outside quotes and brackets.
+func pyValueEnd(s string) int {
+	depth, quote := 0, byte(0)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 0:
+			return i
+		}
+	}
+	return len(s)
+}
+
+// parsePyShape parses a Python tuple of non-negative integers: "()", "(3,)"
+// or "(3, 2)".
+func parsePyShape(s string) ([]int, error) {
+	if len(s) < 2 || s[0] != '(' || s[len(s)-1] != ')' {
+		return nil, fmt.Errorf("shape %s is not a tuple", s)
+	}
+	parts := strings.Split(s[1:len(s)-1], ",")
+	if last := len(parts) - 1; strings.TrimSpace(parts[last]) == "" {
+		parts = parts[:last] // "()" and the trailing comma of "(3,)"
+	}
+	shape := make([]int, len(parts))
+	for i, p := range parts {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("shape %s: %q is not a dimension", s, p)
+		}
+		shape[i] = v
+	}
+	return shape, nil
+}
+
+// npyShape formats shape as Python writes a tuple: "()", "(3,)", "(3, 2)".
+func npyShape(shape []int) string {
+	s := make([]string, len(shape))
+	for i, d := range shape {
+		s[i] = strconv.Itoa(d)
+	}
+	if len(s) == 1 {
+		return "(" + s[0] + ",)"
+	}
+	return "(" + strings.Join(s, ", ") + ")"
+}
+
+// ReadRows reads rows [start, start+n) into dst[:n*Cols], converting
+// float64 and int32 elements to float32. It reads with ReadAt, so calls may
+// run concurrently, each with its own dst.
+func (f *NPYFile) ReadRows(start, n int, dst []float32) error {
+	if start < 0 || n < 0 || start > f.Rows-n {
+		return fileErr(f.Path, "rows [%d, %d) out of range: the file has %d rows", start, start+n, f.Rows)
+	}
+	if len(dst) < n*f.Cols {
+		return fileErr(f.Path, "dst has %d elements, want %d rows × %d cols = %d", len(dst), n, f.Cols, n*f.Cols)
+	}
+	return f.readData(start*f.Cols, n*f.Cols, func(b []byte, at int) {
+		toFloat32(dst[at:], b, f.DType)
+	})
+}
+
+// readData reads count elements starting at element first, chunkBytes at a
+// time, and hands each chunk to use with the index (counted from first) of
+// its first element.
+func (f *NPYFile) readData(first, count int, use func(b []byte, at int)) error {
+	buf := make([]byte, min(count*f.itemSize, chunkBytes))
+	for at := 0; at < count; {
+		k := min(count-at, len(buf)/f.itemSize)
+		b := buf[:k*f.itemSize]
+		if _, err := f.f.ReadAt(b, f.offset+int64(first+at)*int64(f.itemSize)); err != nil {
+			return fmt.Errorf("datasets: %s: %w", f.Path, err)
+		}
+		use(b, at)
+		at += k
+	}
+	return nil
+}
+
+// toFloat32 decodes the little-endian elements of dtype in src into dst.
+func toFloat32(dst []float32, src []byte, dtype string) {
+	le := binary.LittleEndian
+	switch dtype {
+	case "<f4":
+		for i := range len(src) / 4 {
+			dst[i] = math.Float32frombits(le.Uint32(src[4*i:]))
+		}
+	case "<f8":
+		for i := range len(src) / 8 {
+			dst[i] = float32(math.Float64frombits(le.Uint64(src[8*i:])))
+		}
+	case "<i4":
+		for i := range len(src) / 4 {
+			dst[i] = float32(int32(le.Uint32(src[4*i:])))
+		}
+	}
+}
+
+// Close closes the file.
+func (f *NPYFile) Close() error {
+	return f.f.Close()
+}
+
+// ReadNPYFloat32 reads a whole 1-D or 2-D .npy file of float32, float64 or
+// int32 as row-major float32 data of rows×cols; a 1-D array has cols = 1.
+func ReadNPYFloat32(path string) (data []float32, rows, cols int, err error) {
+	f, err := OpenNPY(path)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer f.Close()
+	data = make([]float32, f.Rows*f.Cols)
+	if err := f.ReadRows(0, f.Rows, data); err != nil {
+		return nil, 0, 0, err
+	}
+	return data, f.Rows, f.Cols, nil
+}
+
+// ReadNPYInt32 reads a 1-D .npy file of int32 ('<i4'), such as class labels.
+// Other dtypes and shapes are errors, as converting them could lose values.
+func ReadNPYInt32(path string) ([]int32, error) {
+	f, err := OpenNPY(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if f.DType != "<i4" || len(f.shape) != 1 {
+		return nil, fileErr(path, "want a 1-D '<i4' array, got '%s' with shape %s", f.DType, npyShape(f.shape))
+	}
+	out := make([]int32, f.Rows)
+	err = f.readData(0, f.Rows, func(b []byte, at int) {
+		for i := range len(b) / 4 {
+			out[at+i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WriteNPYFloat32 writes data, row-major rows×cols, to path as a 2-D '<f4'
+// .npy file (version 1.0, with the header np.save writes). The file is
+// written under a temporary name and renamed into place, so that path never
+// holds half a file.
+func WriteNPYFloat32(path string, data []float32, rows, cols int) error {
+	if rows < 0 || cols < 0 || len(data) != rows*cols {
+		return fmt.Errorf("datasets: write %s: len(data) = %d, want rows × cols = %d × %d", path, len(data), rows, cols)
+	}
+	return writeNPY(path, "<f4", []int{rows, cols}, data)
+}
+
+// WriteNPYInt32 writes data to path as a 1-D '<i4' .npy file (version 1.0),
+// through a temporary file as WriteNPYFloat32 does.
+func WriteNPYInt32(path string, data []int32) error {
+	return writeNPY(path, "<i4", []int{len(data)}, data)
+}
+
+// writeNPY writes a version 1.0 .npy file of the given dtype and shape.
+func writeNPY[T float32 | int32](path, descr string, shape []int, data []T) error {
+	return writeAtomic(path, func(w *bufio.Writer) error {
+		if _, err := w.Write(npyHeader(descr, shape)); err != nil {
+			return err
+		}
+		var buf []byte
+		for len(data) > 0 {
+			k := min(len(data), chunkBytes/4)
+			buf, _ = binary.Append(buf[:0], binary.LittleEndian, data[:k]) // cannot fail for []float32, []int32
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			data = data[k:]
+		}
+		return nil
+	})
+}
+
+// npyHeader returns the prefix and header of a version 1.0 .npy file exactly
+// as NumPy's np.save writes them: the dict with sorted keys and a trailing
+// ", ", room for the first dimension to grow, then spaces and '\n' up to a
+// multiple of 64 bytes (a full 64 spaces when already aligned, as NumPy does).
+func npyHeader(descr string, shape []int) []byte {
+	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, npyShape(shape))
+	dict += strings.Repeat(" ", npyGrowthDigits-len(strconv.Itoa(shape[0])))
+	pad := npyAlign - (len(npyMagic)+4+len(dict)+1)%npyAlign
+	h := binary.LittleEndian.AppendUint16([]byte(npyMagic+"\x01\x00"), uint16(len(dict)+pad+1))
+	return append(append(append(h, dict...), strings.Repeat(" ", pad)...), '\n')
+}
+
+// writeAtomic writes path through a temporary file in the same directory,
+// renamed over path only once everything is written and synced, so that
+// readers (and a crash) never see half a file.
+func writeAtomic(path string, write func(w *bufio.Writer) error) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("datasets: write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			err = fmt.Errorf("datasets: write %s: %w", path, err)
+		}
+	}()
+	w := bufio.NewWriterSize(tmp, chunkBytes)
+	if err = write(w); err != nil {
+		return err
+	}
+	if err = w.Flush(); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(0o644); err != nil { // CreateTemp makes the file 0600
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// fileErr returns an error that names the file and what is wrong with it.
+func fileErr(path, format string, args ...any) error {
+	return fmt.Errorf("datasets: %s: %s", path, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,216 @@
+package datasets
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// npyBytes builds a .npy file by hand: the prefix of version major.0, dict
+// padded with spaces and '\n' to a multiple of 64 bytes, then data.
+func npyBytes(major byte, dict string, data []byte) []byte {
+	b := []byte("\x93NUMPY")
+	b = append(b, major, 0)
+	prefix := 10
+	if major == 2 {
+		prefix = 12
+	}
+	hlen := len(dict) + 1
+	hlen += (64 - (prefix+hlen)%64) % 64
+	if major == 2 {
+		b = binary.LittleEndian.AppendUint32(b, uint32(hlen))
+	} else {
+		b = binary.LittleEndian.AppendUint16(b, uint16(hlen))
+	}
+	b = append(b, dict...)
+	b = append(b, strings.Repeat(" ", hlen-len(dict)-1)...)
+	return append(append(b, '\n'), data...)
+}
+
+// le encodes float32, float64 or int32 values little-endian.
+func le(v any) []byte {
+	b, err := binary.Append(nil, binary.LittleEndian, v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func writeTemp(t *testing.T, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestNPYRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		rows, cols int
+		header     string
+	}{
+		{3, 2, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }"},
+		{0, 5, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 5), }"},
+		{700, 500, "{'descr': '<f4', 'fortran_order': False, 'shape': (700, 500), }"}, // several read chunks
+	} {
+		data := make([]float32, tc.rows*tc.cols)
+		for i := range data {
+			data[i] = float32(i)*0.5 - 7
+		}
+		p := filepath.Join(dir, "a.npy")
+		if err := WriteNPYFloat32(p, data, tc.rows, tc.cols); err != nil {
+			t.Fatal(err)
+		}
+		checkNPYHeader(t, p, tc.header)
+		got, rows, cols, err := ReadNPYFloat32(p)
+		if err != nil || rows != tc.rows || cols != tc.cols || !slices.Equal(got, data) {
+			t.Errorf("%d×%d: read back %d×%d, equal %v, %v", tc.rows, tc.cols, rows, cols, slices.Equal(got, data), err)
+		}
+	}
+
+	labels := []int32{3, -1, 0, math.MaxInt32, math.MinInt32}
+	p := filepath.Join(dir, "labels.npy")
+	if err := WriteNPYInt32(p, labels); err != nil {
+		t.Fatal(err)
+	}
+	checkNPYHeader(t, p, "{'descr': '<i4', 'fortran_order': False, 'shape': (5,), }")
+	if got, err := ReadNPYInt32(p); err != nil || !slices.Equal(got, labels) {
+		t.Errorf("int32: read back %v, %v; want %v", got, err, labels)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("the directory holds %d files, want a.npy and labels.npy (no temporary files)", len(entries))
+	}
+}
+
+// checkNPYHeader checks that the file at p starts as np.save would write it:
+// version 1.0, the dict text, and data aligned to 64 bytes.
+func checkNPYHeader(t *testing.T, p, dict string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "\x93NUMPY\x01\x00") {
+		t.Fatalf("%s: prefix %q", p, b[:8])
+	}
+	end := 10 + int(binary.LittleEndian.Uint16(b[8:]))
+	h := string(b[10:end])
+	if end%64 != 0 || !strings.HasPrefix(h, dict+" ") || !strings.HasSuffix(h, " \n") || strings.TrimSpace(h) != dict {
+		t.Errorf("%s: header %q (ends at %d), want %q padded to a multiple of 64", p, h, end, dict)
+	}
+}
+
+func TestNPYRead(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		file       []byte
+		rows, cols int
+		want       []float32
+	}{
+		{"v2.0", npyBytes(2, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", le([]float32{1, 2, 3, 4})),
+			2, 2, []float32{1, 2, 3, 4}},
+		{"<f8", npyBytes(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 3), }", le([]float64{0.5, -2, 1e10})),
+			1, 3, []float32{0.5, -2, 1e10}},
+		{"<i4", npyBytes(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", le([]int32{7, -7, 0})),
+			3, 1, []float32{7, -7, 0}},
+		{"1-D", npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", le([]float32{1, 2, 3, 4})),
+			4, 1, []float32{1, 2, 3, 4}},
+		{"keys reordered, odd spaces", npyBytes(1, `{ "shape":(2 ,1) ,'fortran_order' :False,'descr':"<f4"}`, le([]float32{5, 6})),
+			2, 1, []float32{5, 6}},
+	} {
+		got, rows, cols, err := ReadNPYFloat32(writeTemp(t, "x.npy", tc.file))
+		if err != nil || rows != tc.rows || cols != tc.cols || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %v %d×%d, %v; want %v %d×%d", tc.name, got, rows, cols, err, tc.want, tc.rows, tc.cols)
+		}
+	}
+}
+
+func TestNPYReadRows(t *testing.T) {
+	data := make([]float32, 10*3)
+	for i := range data {
+		data[i] = float32(i)
+	}
+	p := filepath.Join(t.TempDir(), "m.npy")
+	if err := WriteNPYFloat32(p, data, 10, 3); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenNPY(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Path != p || f.DType != "<f4" || f.Rows != 10 || f.Cols != 3 {
+		t.Errorf("OpenNPY: %+v", f)
+	}
+	dst := make([]float32, 9)
+	if err := f.ReadRows(4, 3, dst); err != nil || !slices.Equal(dst, data[12:21]) {
+		t.Errorf("ReadRows(4, 3) = %v, %v; want %v", dst, err, data[12:21])
+	}
+	for _, tc := range []struct {
+		start, n, dst int
+		want          string
+	}{
+		{8, 3, 9, "rows [8, 11) out of range: the file has 10 rows"},
+		{-1, 2, 9, "rows [-1, 1) out of range"},
+		{0, -1, 9, "out of range"},
+		{0, 4, 9, "dst has 9 elements, want 4 rows × 3 cols = 12"},
+	} {
+		if err := f.ReadRows(tc.start, tc.n, make([]float32, tc.dst)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ReadRows(%d, %d) with len(dst) %d: error %v, want %q", tc.start, tc.n, tc.dst, err, tc.want)
+		}
+	}
+}
+
+func TestNPYErrors(t *testing.T) {
+	f4 := func(shape string) string {
+		return "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }"
+	}
+	good := npyBytes(1, f4("(10, 4)"), make([]byte, 160))
+	for _, tc := range []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"truncated data", good[:len(good)-64], "header says shape (10, 4) = 160 bytes of data but the file has 96"},
+		{"extra data", append(slices.Clip(good), 1, 2, 3, 4), "160 bytes of data but the file has 164"},
+		{"bad magic", append([]byte("\x93NUMPX"), good[6:]...), "bad magic"},
+		{"short file", []byte("\x93NUMPY\x01"), "ends inside the .npy prefix, after 7 bytes"},
+		{"version 3.0", npyBytes(3, f4("(10, 4)"), nil), "unsupported .npy version 3.0"},
+		{"fortran order", npyBytes(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", make([]byte, 16)), "fortran_order is True"},
+		{"big-endian", npyBytes(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", make([]byte, 8)), "big-endian dtype '>f4'"},
+		{"int64", npyBytes(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", make([]byte, 16)), "dtype '<i8' is not supported"},
+		{"structured", npyBytes(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", make([]byte, 8)), "structured dtypes"},
+		{"3-D", npyBytes(1, f4("(2, 3, 4)"), make([]byte, 96)), "shape (2, 3, 4) is 3-d"},
+		{"0-d", npyBytes(1, f4("()"), make([]byte, 4)), "shape () is 0-d"},
+		{"negative dim", npyBytes(1, f4("(-2, 3)"), nil), `"-2" is not a dimension`},
+		{"missing key", npyBytes(1, "{'descr': '<f4', 'shape': (2,), }", make([]byte, 8)), "no 'fortran_order'"},
+		{"not a dict", npyBytes(1, "descr=<f4", nil), "not a Python dict"},
+		{"header past EOF", good[:100], "header length 118 runs past the end of the file (100 bytes)"},
+	} {
+		_, _, _, err := ReadNPYFloat32(writeTemp(t, "x.npy", tc.file))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "x.npy") {
+			t.Errorf("%s: error %v, want one naming x.npy and saying %q", tc.name, err, tc.want)
+		}
+	}
+
+	p := writeTemp(t, "f.npy", good)
+	if _, err := ReadNPYInt32(p); err == nil || !strings.Contains(err.Error(), "want a 1-D '<i4' array, got '<f4' with shape (10, 4)") {
+		t.Errorf("ReadNPYInt32 of a float file: %v", err)
+	}
+	if _, _, _, err := ReadNPYFloat32(filepath.Join(t.TempDir(), "missing.npy")); err == nil || !strings.Contains(err.Error(), "missing.npy") {
+		t.Errorf("missing file: %v", err)
+	}
+	dir := t.TempDir()
+	if err := WriteNPYFloat32(filepath.Join(dir, "w.npy"), make([]float32, 5), 2, 3); err == nil || !strings.Contains(err.Error(), "len(data) = 5") {
+		t.Errorf("WriteNPYFloat32 with 5 values for 2×3: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a failed write left %d files", len(entries))
+	}
+}

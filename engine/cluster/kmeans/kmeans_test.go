@@ -1,0 +1,125 @@
+package kmeans
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"gpulab/datasets"
+)
+
+// blobs materializes a Gaussian mixture (datasets.Blobs) as a Matrix.
+func blobs(t testing.TB, n, d, k int, seed uint64) (*Matrix, datasets.Blobs) {
+	t.Helper()
+	b := datasets.Blobs{N: n, D: d, K: k, Seed: seed, Spread: 1, Box: 10}
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, n*d)
+	b.Rows(0, n, x)
+	return &Matrix{N: n, D: d, X: x}, b
+}
+
+// TestLloydByHand checks two iterations worked out on paper: points 0, 1,
+// 10, 11 on a line from centers 0 and 10 settle at 0.5 and 10.5, with
+// inertia 4·0.25 = 1.
+func TestLloydByHand(t *testing.T) {
+	x := &Matrix{N: 4, D: 1, X: []float32{0, 1, 10, 11}}
+	r, err := Fit(x, Config{K: 2, MaxIters: 2, Centers: []float32{0, 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Centers[0] != 0.5 || r.Centers[1] != 10.5 || r.Inertia != 1 {
+		t.Errorf("centers %v inertia %g, want [0.5 10.5] and 1", r.Centers, r.Inertia)
+	}
+	// First assignment against 0 and 10: 0 + 1 + 0 + 1 = 2; second: 1.
+	if len(r.History) != 2 || r.History[0] != 2 || r.History[1] != 1 {
+		t.Errorf("history %v, want [2 1]", r.History)
+	}
+	if want := []int32{0, 0, 1, 1}; !equal(r.Labels, want) || r.Sizes[0] != 2 || r.Sizes[1] != 2 {
+		t.Errorf("labels %v sizes %v", r.Labels, r.Sizes)
+	}
+}
+
+func equal(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestEmptyCluster: a center far from every point gets none, and restarts
+// at the point farthest from its center (point 0, the first of the two at
+// distance 2.25).
+func TestEmptyCluster(t *testing.T) {
+	x := &Matrix{N: 4, D: 1, X: []float32{0, 1, 2, 3}}
+	r, err := Fit(x, Config{K: 2, MaxIters: 1, Centers: []float32{1.5, 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Empty != 1 || r.Centers[1] != 0 {
+		t.Errorf("empty %d, centers %v; want 1 re-seed at 0", r.Empty, r.Centers)
+	}
+}
+
+// TestRecoversBlobs: well-separated blobs come back whole with k-means++,
+// and the inertia is about N·D·spread².
+func TestRecoversBlobs(t *testing.T) {
+	x, b := blobs(t, 3000, 8, 6, 7)
+	for _, init := range []Init{KMeansPlusPlus, Random} {
+		r, err := Fit(x, Config{K: 6, Seed: 3, Init: init, Tol: 1e-6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each found cluster must hold one true blob's points only.
+		owner := map[int32]int{}
+		mixed := 0
+		for i, l := range r.Labels {
+			if o, ok := owner[l]; !ok {
+				owner[l] = b.Label(i)
+			} else if o != b.Label(i) {
+				mixed++
+			}
+		}
+		want := float64(x.N * x.D)
+		if init == KMeansPlusPlus && (mixed > 0 || math.Abs(r.Inertia-want) > 0.1*want) {
+			t.Errorf("k-means++: %d points in a foreign cluster, inertia %g (want about %g)", mixed, r.Inertia, want)
+		}
+		for i := 1; i < len(r.History); i++ {
+			if r.History[i] > r.History[i-1]*(1+1e-12) {
+				t.Errorf("init %d: inertia rose at iteration %d: %v", init, i, r.History)
+			}
+		}
+		again, _ := Fit(x, Config{K: 6, Seed: 3, Init: init, Tol: 1e-6})
+		if !equal(again.Labels, r.Labels) || again.Inertia != r.Inertia {
+			t.Errorf("init %d: the same seed gave a different run", init)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	x := &Matrix{N: 3, D: 2, X: []float32{0, 1, 2, 3, 4, 5}}
+	nan := &Matrix{N: 3, D: 2, X: []float32{0, 1, 2, float32(math.NaN()), 4, 5}}
+	for _, tc := range []struct {
+		x    *Matrix
+		cfg  Config
+		want string
+	}{
+		{x, Config{K: 4}, "K = 4 exceeds the 3 points"},
+		{x, Config{K: 0}, "K = 0"},
+		{x, Config{K: -1}, "K = -1"},
+		{nan, Config{K: 2}, "point 1, dimension 1 is NaN"},
+		{x, Config{K: 2, Centers: []float32{1, 2, 3}}, "3 initial center values for K = 2 centers of 2 dimensions"},
+		{&Matrix{N: 3, D: 2, X: []float32{1}}, Config{K: 1}, "1 values for 3 points"},
+		{x, Config{K: 1, Tol: -1}, "must not be negative"},
+	} {
+		if _, err := Fit(tc.x, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
