@@ -2,6 +2,7 @@ package kmeans
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"gpulab/engine/cpu"
@@ -37,9 +38,15 @@ type cpuPass struct {
 
 func (p *cpuPass) assign(centers []float32) ([]float64, []int64, float64, error) {
 	n, d, k := p.x.N, p.x.D, p.k
-	sums := make([]float64, k*d)
-	counts := make([]int64, k)
-	var inertia float64
+	// Each chunk of rows sums into its own partial; the partials are added
+	// in row order afterwards, so a run is bit-for-bit reproducible.
+	type partial struct {
+		lo      int
+		sums    []float64
+		counts  []int64
+		inertia float64
+	}
+	var parts []partial
 	var mu sync.Mutex
 	cpu.Parallel(n, 256, func(lo, hi int) {
 		s := make([]float64, k*d)
@@ -61,15 +68,22 @@ func (p *cpuPass) assign(centers []float32) ([]float64, []int64, float64, error)
 			}
 		}
 		mu.Lock()
-		for t := range s {
-			sums[t] += s[t]
-		}
-		for j := range c {
-			counts[j] += c[j]
-		}
-		inertia += in
+		parts = append(parts, partial{lo, s, c, in})
 		mu.Unlock()
 	})
+	slices.SortFunc(parts, func(a, b partial) int { return a.lo - b.lo })
+	sums := make([]float64, k*d)
+	counts := make([]int64, k)
+	var inertia float64
+	for _, pt := range parts {
+		for t := range sums {
+			sums[t] += pt.sums[t]
+		}
+		for j := range counts {
+			counts[j] += pt.counts[j]
+		}
+		inertia += pt.inertia
+	}
 	return sums, counts, inertia, nil
 }
 
@@ -85,3 +99,14 @@ func (p *cpuPass) farthest(taken map[int]bool) (int, []float32, error) {
 }
 
 func (p *cpuPass) labels() ([]int32, error) { return append([]int32(nil), p.lab...), nil }
+
+// Assign labels every point of x with its nearest center (no update) and
+// returns the labels and the inertia: one assignment pass of Fit.
+func Assign(x *Matrix, centers []float32, k int) ([]int32, float64, error) {
+	if len(centers) != k*x.D || k <= 0 {
+		return nil, 0, fmt.Errorf("kmeans: %d center values for K = %d centers of %d dimensions", len(centers), k, x.D)
+	}
+	p := &cpuPass{x: x, k: k, lab: make([]int32, x.N), dist: make([]float64, x.N)}
+	_, _, inertia, err := p.assign(centers)
+	return p.lab, inertia, err
+}

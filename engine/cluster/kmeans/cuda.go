@@ -104,6 +104,20 @@ func (g *GPU) Fit(cfg Config) (*Result, error) {
 	return lloyd(g.p, cfg.K, d, centers, cfg)
 }
 
+// Assign runs one assignment pass with the given centers (no update) and
+// returns the labels and the inertia.
+func (g *GPU) Assign(centers []float32) ([]int32, float64, error) {
+	if len(centers) != g.p.k*g.p.d {
+		return nil, 0, fmt.Errorf("kmeans: %d center values for K = %d centers of %d dimensions", len(centers), g.p.k, g.p.d)
+	}
+	_, _, inertia, err := g.p.assign(centers)
+	if err != nil {
+		return nil, 0, err
+	}
+	labels, err := g.p.labels()
+	return labels, inertia, err
+}
+
 // Stats returns the measurements of the last Fit.
 func (g *GPU) Stats() *GPUStats {
 	s := g.p.stats
@@ -173,11 +187,12 @@ func newGPUPass(ctx *cuda.Context, data Data, k int, opt GPUOptions) (p *gpuPass
 	if opt.Batch < 0 {
 		return nil, fmt.Errorf("kmeans: batch of %d rows", opt.Batch)
 	}
-	p = &gpuPass{ctx: ctx, data: data, n: n, d: d, k: k, opt: opt, mods: map[string]*cuda.Module{}}
+	q := &gpuPass{ctx: ctx, data: data, n: n, d: d, k: k, opt: opt, mods: map[string]*cuda.Module{}}
+	p = q
 	p.stats.Variant = opt.Variant
 	defer func() {
 		if err != nil {
-			p.close()
+			q.close()
 		}
 	}()
 	alloc := func(bytes int) *cuda.Buffer {
@@ -301,8 +316,7 @@ func (p *gpuPass) close() {
 	}
 }
 
-// function compiles (once) a kernel file of kernels/cuda/kmeans; the GEMM
-// files are compiled for KT = ceil(K/4) centers per thread, at most 8.
+// function compiles (once) a kernel file of kernels/cuda/kmeans.
 func (p *gpuPass) function(file, name string) (*cuda.Function, error) {
 	mod, ok := p.mods[file]
 	if !ok {
@@ -310,9 +324,7 @@ func (p *gpuPass) function(file, name string) (*cuda.Function, error) {
 		if err != nil {
 			return nil, err
 		}
-		kt := min(8, (p.k+3)/4)
-		mod, err = p.ctx.Compile(cuda.Source{Name: "kmeans/" + file + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers(),
-			Options: []string{fmt.Sprintf("-DKT=%d", kt)}})
+		mod, err = p.ctx.Compile(cuda.Source{Name: "kmeans/" + file + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers()})
 		if err != nil {
 			return nil, err
 		}

@@ -123,3 +123,23 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestAssign: one assignment pass equals the first iteration of Fit.
+func TestAssign(t *testing.T) {
+	x, _ := blobs(t, 500, 5, 4, 2)
+	init, err := initialCenters(x, Config{K: 4, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Fit(x, Config{K: 4, MaxIters: 1, Centers: append([]float32(nil), init...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, inertia, err := Assign(x, init, 4)
+	if err != nil || inertia != r.History[0] {
+		t.Errorf("Assign inertia %g (%v), Fit's first iteration %g", inertia, err, r.History[0])
+	}
+	if _, _, err := Assign(x, init[:3], 4); err == nil {
+		t.Error("3 center values for K = 4 accepted")
+	}
+}

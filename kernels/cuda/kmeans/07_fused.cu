@@ -55,12 +55,13 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 
-// reduce_partials: sums[e] = the sum over blocks of partial[b][e].
+// reduce_partials: sums[e] += the sum over blocks of partial[b][e] (once
+// per stream's partials when streaming).
 extern "C" __global__ void reduce_partials(const float* __restrict__ partial, int blocks, int elems,
                                            float* __restrict__ sums) {
     int e = blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= elems) return;
     float s = 0.f;
     for (int b = 0; b < blocks; b++) s += partial[(size_t)b * elems + e];
-    sums[e] = s;
+    sums[e] += s;
 }
