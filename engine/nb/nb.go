@@ -73,6 +73,17 @@ func ResultsPath(name string) string {
 	return filepath.Join(dir, name+".json")
 }
 
+// RootPath joins parts onto the repository root, $GPULAB_ROOT (which the
+// lab's Jupyter kernel sets), or the current directory without it: e.g.
+// RootPath("docs", "results", "h200-gemm.json") for recorded results.
+func RootPath(parts ...string) string {
+	root := os.Getenv("GPULAB_ROOT")
+	if root == "" {
+		root = "."
+	}
+	return filepath.Join(append([]string{root}, parts...)...)
+}
+
 // Save keeps records for later cells.
 func Save(name string, recs []bench.Record) {
 	path := ResultsPath(name)

@@ -58,3 +58,14 @@ func TestMustExits(t *testing.T) {
 		t.Errorf("output %q", out)
 	}
 }
+
+func TestRootPath(t *testing.T) {
+	t.Setenv("GPULAB_ROOT", "/repo")
+	if got := RootPath("docs", "x.json"); got != "/repo/docs/x.json" {
+		t.Errorf("RootPath = %q", got)
+	}
+	t.Setenv("GPULAB_ROOT", "")
+	if got := RootPath("a"); got != "a" {
+		t.Errorf("RootPath without GPULAB_ROOT = %q", got)
+	}
+}

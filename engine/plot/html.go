@@ -320,6 +320,12 @@ func (f *Figure) echartsLines() render.Renderer {
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: symbols[i%len(symbols)], SymbolSize: 7}),
 			charts.WithLineStyleOpts(opts.LineStyle{Width: 2.5}),
 		}
+		if f.scatter {
+			so = []charts.SeriesOpts{
+				charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "circle", SymbolSize: 4}),
+				charts.WithLineStyleOpts(opts.LineStyle{Width: 0, Opacity: opts.Float(0)}),
+			}
+		}
 		if i == 0 {
 			so = append(so, f.markRef())
 		}

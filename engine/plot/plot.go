@@ -83,6 +83,7 @@ type Figure struct {
 	points               []RooflinePoint
 
 	logX, logY bool
+	scatter    bool // Lines drawn as unconnected points
 	ref        *reference
 	suffix     *string
 }
@@ -194,6 +195,13 @@ func (f *Figure) WithValueSuffix(suffix string) *Figure {
 		return nil
 	}
 	f.suffix = &suffix
+	return f
+}
+
+// Points draws a Lines figure's series as unconnected points: a scatter
+// plot, e.g. clustered data.
+func (f *Figure) Points() *Figure {
+	f.scatter = true
 	return f
 }
 

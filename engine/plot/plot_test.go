@@ -676,3 +676,15 @@ func crowd(n int) []Series {
 	}
 	return out
 }
+
+func TestPointsRender(t *testing.T) {
+	f := Lines("clusters", "x", "y", Series{Name: "a", X: []float64{0, 1, 2}, Y: []float64{1, 0, 2}}, Series{Name: "b", X: []float64{5, 6}, Y: []float64{5, 4}}).Points()
+	png, err := f.PNG(400, 300)
+	if err != nil || len(png) < 1000 {
+		t.Fatalf("png %d bytes, %v", len(png), err)
+	}
+	html, err := f.HTML()
+	if err != nil || !strings.Contains(string(html), `"symbolSize":4`) {
+		t.Errorf("html without the scatter symbols (%v)", err)
+	}
+}

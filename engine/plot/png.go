@@ -394,8 +394,11 @@ func (f *Figure) buildLines(p *gplot.Plot, lay *layout) {
 			xs: s.X, ys: s.Y,
 			line:    draw.LineStyle{Color: paletteColor(i), Width: 2, Dashes: dashPatterns[(i/len(palette))%len(dashPatterns)]},
 			glyph:   draw.GlyphStyle{Color: paletteColor(i), Radius: 3.2, Shape: glyphShapes[i%len(glyphShapes)]},
-			markers: len(s.X) <= 60,
+			markers: len(s.X) <= 60 || f.scatter,
 			lay:     lay,
+		}
+		if f.scatter {
+			lp.line.Width, lp.glyph.Radius = 0, 1.6
 		}
 		p.Add(lp)
 		leg.entries = append(leg.entries, legendEntry{name: f.seriesName(i), thumb: lp.thumb})
@@ -427,10 +430,10 @@ func (l *linePlotter) Plot(c draw.Canvas, p *gplot.Plot) {
 	for i := range l.xs {
 		pts[i] = vg.Point{X: tx(l.xs[i]), Y: ty(l.ys[i])}
 	}
-	if len(pts) > 1 {
+	if len(pts) > 1 && l.line.Width > 0 {
 		c.StrokeLines(l.line, c.ClipLinesXY(pts)...)
+		l.lay.addPolyline(pts)
 	}
-	l.lay.addPolyline(pts)
 	if l.markers || len(pts) == 1 {
 		for _, pt := range pts {
 			c.DrawGlyph(l.glyph, pt)
@@ -440,7 +443,9 @@ func (l *linePlotter) Plot(c draw.Canvas, p *gplot.Plot) {
 
 func (l *linePlotter) thumb(c draw.Canvas, r vg.Rectangle) {
 	y := (r.Min.Y + r.Max.Y) / 2
-	c.StrokeLine2(l.line, r.Min.X, y, r.Max.X, y)
+	if l.line.Width > 0 {
+		c.StrokeLine2(l.line, r.Min.X, y, r.Max.X, y)
+	}
 	c.DrawGlyphNoClip(l.glyph, vg.Point{X: (r.Min.X + r.Max.X) / 2, Y: y})
 }
 

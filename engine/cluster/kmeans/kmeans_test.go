@@ -143,3 +143,24 @@ func TestAssign(t *testing.T) {
 		t.Error("3 center values for K = 4 accepted")
 	}
 }
+
+// TestProject2D: points spread along one axis and a little along another,
+// in 5 dimensions, come out with that spread on the first two coordinates.
+func TestProject2D(t *testing.T) {
+	n := 200
+	x := &Matrix{N: n, D: 5, X: make([]float32, n*5)}
+	for i := range n {
+		x.X[i*5+2] = float32(i - n/2)       // variance about n²/12 along dimension 2
+		x.X[i*5+4] = float32((i%4)-2) * 0.5 // much smaller along dimension 4
+	}
+	p := Project2D(x)
+	var v0, v1 float64
+	for i := range n {
+		v0 += float64(p[2*i] * p[2*i])
+		v1 += float64(p[2*i+1] * p[2*i+1])
+	}
+	// Centred: the first point is 99.5 from the mean along the main axis (either sign).
+	if math.Abs(math.Abs(float64(p[0]))-99.5) > 1e-3 || v1 > v0/100 || v1 == 0 {
+		t.Errorf("first point at %g, variances %g and %g", p[0], v0/float64(n), v1/float64(n))
+	}
+}
