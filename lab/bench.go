@@ -19,9 +19,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	sizes := fs.String("size", "", "comma-separated sizes (suite-specific, e.g. 64M for bandwidth suites); default: the suite's sweep for the device")
 	matrices := fs.String("matrix", "", "sparse suites: comma-separated matrices, each gen:SPEC (gen:rmat:scale=16,ef=8), a .mtx file or a SuiteSparse Group/Name; same as --size")
 	var km struct{ n, d, k, iters, batch int }
-	fs.IntVar(&km.n, "n", 0, "kmeans: points (with --d and --k: adds the size blobs:n=,d=,k=,iters=,batch=)")
+	fs.IntVar(&km.n, "n", 0, "kmeans: points (with --d and --k: adds the size blobs:n=,d=,k=,iters=,batch=); kmedoids: signatures (adds sigs:n=,k=)")
 	fs.IntVar(&km.d, "d", 0, "kmeans: dimensions")
-	fs.IntVar(&km.k, "k", 0, "kmeans: clusters")
+	fs.IntVar(&km.k, "k", 0, "kmeans, kmedoids: clusters")
 	fs.IntVar(&km.iters, "iters", 10, "kmeans: Lloyd iterations per run")
 	fs.IntVar(&km.batch, "stream-batch", 0, "kmeans: stream X from pinned host memory in batches of this many rows (0: resident when it fits)")
 	variants := fs.String("variants", "", "comma-separated variants to run (the baseline always runs); default: all")
@@ -66,7 +66,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	defer dev.Close()
 	opt := bench.Options{Warmup: *warmup, MinReps: *minReps, MinTime: *minTime, Variants: bench.SplitList(*variants), Progress: os.Stderr}
 	sizeList := append(bench.SplitList(*sizes), bench.SplitList(*matrices)...)
-	if km.n != 0 || km.d != 0 || km.k != 0 {
+	switch {
+	case name == "kmedoids" && km.n != 0:
+		sizeList = append(sizeList, fmt.Sprintf("sigs:n=%d,k=%d", km.n, max(km.k, 1)))
+	case km.n != 0 || km.d != 0 || km.k != 0:
 		sizeList = append(sizeList, fmt.Sprintf("blobs:n=%d,d=%d,k=%d,iters=%d,batch=%d", km.n, km.d, km.k, km.iters, km.batch))
 	}
 	recs, err := bench.Run(suite, dev, sizeList, opt)

@@ -14,8 +14,9 @@ import (
 	_ "gpulab/engine/bandwidth"      // registers the copy, vecadd and saxpy suites
 	_ "gpulab/engine/cluster/kmeans" // registers the kmeans suite
 	_ "gpulab/engine/gemm"           // registers the gemm suite
-	_ "gpulab/engine/sparse"         // registers the spmv and spgemm suites
-	_ "gpulab/engine/warps"          // registers the OpenCL-and-warps experiments
+	_ "gpulab/engine/sparse"
+	_ "gpulab/engine/sqfd"  // registers the sqfd and kmedoids suites         // registers the spmv and spgemm suites
+	_ "gpulab/engine/warps" // registers the OpenCL-and-warps experiments
 )
 
 const usage = `lab: gpulab's command line.
@@ -30,6 +31,7 @@ Usage:
   lab sparse fetch Group/Name           download a SuiteSparse matrix (cached); print its path
   lab sparse phases MATRIX              GPU time of each phase of the SpGEMM steps (lab sparse help)
   lab kmeans --data X.npy --k K ...     k-means on your data; writes labels.npy, centers.npy (lab kmeans --help)
+  lab sqfd --pairs P.json --sim S --alpha A   SQFD of signature pairs, printed as JSON (lab sqfd --help)
 
 Device ids select a device everywhere: cpu, opencl:P:D, cuda:N.
 `
@@ -59,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = sparseCmd(args[1:], stdout, stderr)
 	case "kmeans":
 		err = kmeansCmd(args[1:], stdout, stderr)
+	case "sqfd":
+		err = sqfdCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"gpulab/engine/cpu"
+	"gpulab/engine/sqfd"
+)
+
+// sqfdPair is one element of the --pairs file: two signatures as centroid
+// feature rows and their weights.
+type sqfdPair struct {
+	C1 [][]float64 `json:"c1"`
+	W1 []float64   `json:"w1"`
+	C2 [][]float64 `json:"c2"`
+	W2 []float64   `json:"w2"`
+}
+
+func sqfdCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sqfd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pairs := fs.String("pairs", "", `a JSON array of signature pairs {"c1": [[f...]...], "w1": [...], "c2": [[f...]...], "w2": [...]}`)
+	simName := fs.String("sim", "gaussian", "similarity: gaussian exp(-alpha·d²) or heuristic 1/(alpha+d)")
+	alpha := fs.Float64("alpha", 1, "the similarity's alpha (> 0)")
+	device := fs.String("device", "cpu", "cpu (GPU kernels come with the k-medoids work)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab sqfd --pairs FILE.json [--sim gaussian|heuristic] [--alpha A] [--device cpu]")
+		fmt.Fprintln(stderr, "prints the Signature Quadratic Form Distance of each pair as a JSON array; weights are used as given")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *pairs == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return usageError{fmt.Errorf("--pairs is required, and nothing else")}
+	}
+	if *device != "cpu" {
+		return usageError{fmt.Errorf("lab sqfd runs on the CPU for now; GPU kernels come with the k-medoids work")}
+	}
+	sim, err := sqfd.ParseSimilarity(*simName)
+	if err != nil {
+		return usageError{err}
+	}
+	k := sqfd.Kernel{Sim: sim, Alpha: *alpha}
+	if err := k.Validate(); err != nil {
+		return usageError{err}
+	}
+	sigs, dims, err := readPairs(*pairs)
+	if err != nil {
+		return err
+	}
+	dist := make([]float64, len(dims))
+	errs := make([]error, len(dims))
+	cpu.Parallel(len(dims), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dist[i], errs[i] = sqfd.Distance(sigs[2*i], sigs[2*i+1], dims[i], k)
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("%s: pair %d: %v", *pairs, i, err)
+		}
+	}
+	out, err := json.Marshal(dist)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", out)
+	return err
+}
+
+// readPairs reads a --pairs file into signatures in the datasets layout,
+// two per pair, and the features per centroid of each pair.
+func readPairs(path string) ([][]float32, []int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return nil, nil, fmt.Errorf("%s: want a JSON array of pairs", path)
+	}
+	var sigs [][]float32
+	var dims []int
+	for i := 0; dec.More(); i++ {
+		var p sqfdPair
+		err := dec.Decode(&p)
+		var a, b []float32
+		if err == nil {
+			a, b, err = p.signatures()
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: pair %d: %v", path, i, err)
+		}
+		sigs, dims = append(sigs, a, b), append(dims, len(p.C1[0]))
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, fmt.Errorf("%s: after %d pairs: %v", path, len(dims), err)
+	}
+	return sigs, dims, nil
+}
+
+// signatures lays c1, w1 and c2, w2 out as records of features and a weight.
+func (p *sqfdPair) signatures() ([]float32, []float32, error) {
+	if len(p.C1) == 0 || len(p.C2) == 0 {
+		return nil, nil, fmt.Errorf("c1 and c2 need a centroid each, have %d and %d", len(p.C1), len(p.C2))
+	}
+	if len(p.C1[0]) == 0 {
+		return nil, nil, fmt.Errorf("c1[0] has no features")
+	}
+	a, err := signature(p.C1, p.W1, len(p.C1[0]), "1")
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := signature(p.C2, p.W2, len(p.C1[0]), "2")
+	return a, b, err
+}
+
+// signature lays centroid rows c and weights w out as records of dim
+// features and a weight; n names them (c1 and w1, or c2 and w2). Values
+// beyond float32 become Inf, which sqfd.Distance reports.
+func signature(c [][]float64, w []float64, dim int, n string) ([]float32, error) {
+	if len(c) != len(w) {
+		return nil, fmt.Errorf("%d centroids in c%s but %d weights in w%s", len(c), n, len(w), n)
+	}
+	s := make([]float32, 0, len(c)*(dim+1))
+	for j, row := range c {
+		if len(row) != dim {
+			return nil, fmt.Errorf("c%s[%d] has %d features but c1[0] has %d", n, j, len(row), dim)
+		}
+		for _, v := range row {
+			s = append(s, float32(v))
+		}
+		s = append(s, float32(w[j]))
+	}
+	return s, nil
+}

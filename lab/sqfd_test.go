@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// beecks is the worked example of Beecks, Uysal and Seidl (CIVR 2010):
+// SQFD 0.808 with the heuristic similarity, alpha 1 (engine/sqfd works it
+// out by hand).
+const beecks = `{"c1": [[3, 3], [8, 7]], "w1": [0.5, 0.5], "c2": [[4, 7], [9, 5], [8, 1]], "w2": [0.5, 0.25, 0.25]}`
+
+func pairsFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pairs.json")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestSqfdBeecks: the example, then the pair with itself (0), in order.
+func TestSqfdBeecks(t *testing.T) {
+	self := `{"c1": [[3, 3], [8, 7]], "w1": [0.5, 0.5], "c2": [[8, 7], [3, 3]], "w2": [0.5, 0.5]}`
+	path := pairsFile(t, "["+beecks+", "+self+"]")
+	code, stdout, errs := lab("sqfd", "--pairs", path, "--sim", "heuristic", "--alpha", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var d []float64
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil || len(d) != 2 || math.Abs(d[0]-0.808) >= 5e-4 || math.Abs(d[1]) > 1e-7 {
+		t.Errorf("printed %s (%v), want [0.808, 0]", stdout, err)
+	}
+}
+
+func TestSqfdErrors(t *testing.T) {
+	pair := func(c1, w1, c2, w2 string) string {
+		return `{"c1": ` + c1 + `, "w1": ` + w1 + `, "c2": ` + c2 + `, "w2": ` + w2 + `}`
+	}
+	files := map[string]string{
+		"dim":     "[" + beecks + ", " + pair("[[1, 2]]", "[1]", "[[1, 2, 3]]", "[1]") + "]",
+		"weights": "[" + pair("[[1, 2], [3, 4]]", "[1]", "[[1, 2]]", "[1]") + "]",
+		"empty":   "[" + beecks + ", " + beecks + ", " + pair("[]", "[]", "[[1]]", "[1]") + "]",
+		"nofeat":  "[" + pair("[[]]", "[1]", "[[]]", "[1]") + "]",
+		"nan":     "[" + beecks + ", " + pair("[[1, NaN]]", "[1]", "[[1, 2]]", "[1]") + "]",
+		"inf":     "[" + pair("[[1, 2]]", "[1]", "[[1, 2]]", "[1e39]") + "]",
+		"object":  `{"c1": []}`,
+	}
+	path := map[string]string{}
+	for name, body := range files {
+		path[name] = pairsFile(t, body)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+		code int
+	}{
+		{[]string{"--pairs", path["dim"]}, "pair 1: c2[0] has 3 features but c1[0] has 2", 1},
+		{[]string{"--pairs", path["weights"]}, "pair 0: 2 centroids in c1 but 1 weights in w1", 1},
+		{[]string{"--pairs", path["empty"]}, "pair 2: c1 and c2 need a centroid each, have 0 and 1", 1},
+		{[]string{"--pairs", path["nofeat"]}, "pair 0: c1[0] has no features", 1},
+		{[]string{"--pairs", path["nan"]}, "pair 1: invalid character 'N'", 1},
+		{[]string{"--pairs", path["inf"]}, "pair 0: sqfd: signature b, centroid 0: the weight is +Inf", 1},
+		{[]string{"--pairs", path["object"]}, "want a JSON array of pairs", 1},
+		{[]string{"--pairs", filepath.Join(t.TempDir(), "none.json")}, "none.json", 1},
+		{[]string{"--pairs", path["dim"], "--device", "cuda:0"}, "lab sqfd runs on the CPU for now; GPU kernels come with the k-medoids work", 2},
+		{[]string{"--pairs", path["dim"], "--sim", "cosine"}, `similarity "cosine"`, 2},
+		{[]string{"--pairs", path["dim"], "--alpha", "0"}, "alpha 0", 2},
+		{[]string{"--sim", "gaussian"}, "--pairs is required", 2},
+	} {
+		code, stdout, errs := lab(append([]string{"sqfd"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errs, tc.want) || stdout != "" {
+			t.Errorf("lab sqfd %v: exit %d, %q%s; want exit %d and %q", tc.args, code, errs, stdout, tc.code, tc.want)
+		}
+	}
+}
