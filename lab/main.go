@@ -30,6 +30,7 @@ Usage:
   lab sparse info FILE.mtx [--json]     a Matrix Market file's header, nnz and row lengths
   lab sparse fetch Group/Name           download a SuiteSparse matrix (cached); print its path
   lab sparse phases MATRIX              GPU time of each phase of the SpGEMM steps (lab sparse help)
+  lab grade --exercise NAME SUBMISSIONS...   grade exercise submissions (notebooks or sources); CSV and Markdown
   lab kmeans --data X.npy --k K ...     k-means on your data; writes labels.npy, centers.npy (lab kmeans --help)
   lab sqfd --pairs P.json --sim S --alpha A   SQFD of signature pairs, printed as JSON (lab sqfd --help)
 
@@ -61,6 +62,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = sparseCmd(args[1:], stdout, stderr)
 	case "kmeans":
 		err = kmeansCmd(args[1:], stdout, stderr)
+	case "grade":
+		err = gradeCmd(args[1:], stdout, stderr)
+	case "grade-one": // the child process of lab grade
+		err = gradeOneCmd(args[1:], stdout, stderr)
+	case "exercise-fill": // make test: an exercise notebook with the reference solution
+		err = exerciseFillCmd(args[1:], stdout, stderr)
 	case "sqfd":
 		err = sqfdCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":

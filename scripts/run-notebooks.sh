@@ -10,7 +10,8 @@
 #     --output-dir .build/notebooks[/SUBDIR]
 # (NB_TIMEOUT overrides the 900 s per cell.)
 # The committed notebook is never modified: the executed copy goes to the git-ignored .build/notebooks/
-# (mirroring notebooks/ subfolders), and the kernel's log next to it as NAME.log.
+# (mirroring notebooks/ subfolders), and the kernel's log next to it as NAME.log. Exercise notebooks
+# (notebooks/exercises/) run with the reference solution filled into their marked cell.
 # scripts/nbconvert_gonb.py makes panics, os.Exit(n != 0) and failing `!` commands count as
 # cell errors (GoNB itself only reports compile errors).
 #
@@ -75,11 +76,19 @@ for nb in "${notebooks[@]}"; do
 
   printf '%-50s ' "$rel"
   t0=$(now)
-  if "$PY" -m nbconvert --config "$GPULAB_ROOT/scripts/nbconvert_gonb.py" \
+  # An exercise runs with the reference solution filled into its marked cell
+  # (lab exercise-fill); the committed notebook keeps its TODO.
+  run_nb="$nb"
+  if [[ "$rel" == exercises/* ]]; then
+    run_nb="$out_dir/.filled/$name.ipynb"
+    mkdir -p "$out_dir/.filled"
+    (cd "$GPULAB_ROOT" && go run ./lab exercise-fill "$nb" --out "$run_nb") >"$log_file" 2>&1 || run_nb=""
+  fi
+  if [[ -n "$run_nb" ]] && "$PY" -m nbconvert --config "$GPULAB_ROOT/scripts/nbconvert_gonb.py" \
       --to notebook --execute \
       --ExecutePreprocessor.timeout="$TIMEOUT" \
       --ExecutePreprocessor.kernel_name=gonb \
-      "$nb" --output-dir "$out_dir" >"$log_file" 2>&1; then
+      "$run_nb" --output-dir "$out_dir" >>"$log_file" 2>&1; then
     printf 'PASS %8s\n' "$(elapsed_since "$t0")"
     passed=$((passed + 1))
   else

@@ -48,6 +48,9 @@ type OpenCLConfig struct {
 	// columns of C, dimension 1 its rows.
 	Local, Tile [2]int
 	LocalBytes  int // __local memory the kernel declares per work-group
+	// Source, if set, is compiled instead of the step's file: an exercise's
+	// own kernel, with the step's launch geometry.
+	Source string
 
 	// shared is the block of C whose work-items share their loads of A
 	// and B: Tile for the tiled steps, 1×1 for the naive one.
@@ -321,9 +324,12 @@ func clBuild(ctx *opencl.Context, dev opencl.DeviceInfo, cfg OpenCLConfig) (*clB
 	if err := cfg.fits(dev); err != nil {
 		return nil, err
 	}
-	src, err := kernels.OpenCL("gemm/" + cfg.Step)
-	if err != nil {
-		return nil, err
+	src := cfg.Source
+	if src == "" {
+		var err error
+		if src, err = kernels.OpenCL("gemm/" + cfg.Step); err != nil {
+			return nil, err
+		}
 	}
 	prog, err := ctx.Build(src, cfg.Options())
 	if err != nil {

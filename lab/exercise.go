@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"gpulab/engine/exercise"
+)
+
+// exerciseFillCmd writes a copy of an exercise notebook whose marked cell
+// holds the reference solution between its backticks: `make test` runs the
+// exercise notebooks that way, so their checks must pass.
+func exerciseFillCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("exercise-fill", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "where to write the filled notebook")
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: lab exercise-fill NOTEBOOK.ipynb --out FILLED.ipynb") }
+	path, err := oneArg(fs, args, "notebook")
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		return usageError{fmt.Errorf("--out is required")}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var nb map[string]any
+	if err := json.Unmarshal(data, &nb); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	cells, _ := nb["cells"].([]any)
+	filled := 0
+	for _, c := range cells {
+		cell, _ := c.(map[string]any)
+		if cell["cell_type"] != "code" {
+			continue
+		}
+		src := joinSource(cell["source"])
+		for _, name := range exercise.Names() {
+			marker := "// EXERCISE " + name
+			if !strings.Contains(src, marker) {
+				continue
+			}
+			e, _ := exercise.Lookup(name)
+			sol, err := e.Solution()
+			if err != nil {
+				return err
+			}
+			old, err := exercise.Extract(src, name)
+			if err != nil {
+				return fmt.Errorf("%s: %v", path, err)
+			}
+			cell["source"] = strings.Replace(src, "`"+old+"`", "`"+sol+"`", 1)
+			filled++
+		}
+	}
+	if filled == 0 {
+		return fmt.Errorf("%s: no cell marked // EXERCISE <name> (have %s)", path, strings.Join(exercise.Names(), ", "))
+	}
+	b, err := json.MarshalIndent(nb, "", " ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(*out, b)
+}
+
+func joinSource(v any) string {
+	switch s := v.(type) {
+	case string:
+		return s
+	case []any:
+		var b strings.Builder
+		for _, l := range s {
+			str, _ := l.(string)
+			b.WriteString(str)
+		}
+		return b.String()
+	}
+	return ""
+}

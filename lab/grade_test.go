@@ -1,0 +1,100 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpulab/engine/exercise"
+)
+
+// TestMain lets lab grade's child processes, which re-run this test binary,
+// act as lab.
+func TestMain(m *testing.M) {
+	if os.Getenv(labMainEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestGrade grades a folder with one correct, one wrong, one non-compiling
+// and one endless submission, on the best OpenCL device (PoCL in CI).
+func TestGrade(t *testing.T) {
+	e, err := exercise.Lookup("gemm/tiled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := e.Solution()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := "__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))\nvoid gemm(const int M, const int N, const int K, const __global float* A, const __global float* B, __global float* C) {\n"
+	dir := t.TempDir()
+	subs := map[string]string{
+		"alice.cl": good,
+		"bob.cl":   head + "  int n = get_global_id(0), m = get_global_id(1);\n  if (m < M && n < N) C[m*N + n] = 1.0f;\n}\n",
+		"carol.cl": head + "  this does not compile\n}\n",
+		"dave.cl":  head + "  for (;;) { if (get_global_id(0) == 1000000000) break; }\n}\n",
+	}
+	for name, src := range subs {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A notebook submission: the marked cell holds the source between backticks.
+	nb := `{"cells": [{"cell_type": "code", "source": ["// EXERCISE gemm/tiled\n", "var src = ` + "`" + strings.ReplaceAll(strings.ReplaceAll(good, `\`, `\\`), "\n", `\n`) + "`" + `\n"]}]}`
+	if err := os.WriteFile(filepath.Join(dir, "erin.ipynb"), []byte(nb), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "frank.ipynb"), []byte(`{"cells": []}`), 0o644)
+	out := t.TempDir()
+	code, stdout, errs := lab("grade", "--exercise", "gemm/tiled", "--timeout", "20s",
+		"--csv", filepath.Join(out, "g.csv"), "--md", filepath.Join(out, "g.md"), dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	t.Log("\n" + stdout)
+	for _, want := range []string{
+		"| alice | yes | yes |",
+		"| bob | yes | no |",
+		"| carol | no | no |",
+		"| dave | no | no |",
+		"did not finish within 20s",
+		"| erin | yes | yes |",
+		`| frank | no | no | 0.0 | 0% | no cell marked "// EXERCISE gemm/tiled"`,
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(out, "g.csv")); err != nil || !strings.Contains(string(data), "student,compiled,correct") {
+		t.Errorf("csv: %s %v", data, err)
+	}
+}
+
+// TestExerciseFill: the committed exercise notebook fails its check with
+// the TODO in, and the filled copy carries the reference solution.
+func TestExerciseFill(t *testing.T) {
+	nb := filepath.Join("..", "notebooks", "exercises", "gemm-tiled.ipynb")
+	src, err := submissionSource(nb, "gemm/tiled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := exercise.Run("gemm/tiled", src); r.Correct || !strings.Contains(r.Error, "TODO") {
+		t.Errorf("the TODO cell passed: %+v", r)
+	}
+	out := filepath.Join(t.TempDir(), "filled.ipynb")
+	if code, _, errs := lab("exercise-fill", nb, "--out", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	filled, err := submissionSource(out, "gemm/tiled")
+	e, _ := exercise.Lookup("gemm/tiled")
+	sol, _ := e.Solution()
+	if err != nil || filled != sol {
+		t.Errorf("filled cell is not the reference solution (%v)", err)
+	}
+	if code, _, errs := lab("exercise-fill", filepath.Join("..", "notebooks", "00-devices-and-bandwidth.ipynb"), "--out", out); code == 0 || !strings.Contains(errs, "no cell marked // EXERCISE") {
+		t.Errorf("a notebook without an exercise: exit %d, %s", code, errs)
+	}
+}
