@@ -52,12 +52,16 @@ func exerciseFillCmd(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
+			filled++
+			if e.Lang == "go" { // the whole cell is the solution
+				cell["source"] = sol
+				continue
+			}
 			old, err := exercise.Extract(src, name)
 			if err != nil {
 				return fmt.Errorf("%s: %v", path, err)
 			}
 			cell["source"] = strings.Replace(src, "`"+old+"`", "`"+sol+"`", 1)
-			filled++
 		}
 	}
 	if filled == 0 {

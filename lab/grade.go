@@ -12,7 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,9 +59,12 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 		row.Exercise = *name
 		fmt.Fprintf(stderr, "grading %s ...\n", f)
 		src, err := submissionSource(f, *name)
-		if err != nil {
+		switch e, _ := exercise.Lookup(*name); {
+		case err != nil:
 			row.Error = err.Error()
-		} else {
+		case e.Lang == "go":
+			row.Result = gradeGo(*name, src, *timeout)
+		default:
 			row.Result = gradeOne(self, *name, src, *timeout)
 		}
 		rows = append(rows, row)
@@ -119,7 +125,6 @@ func submissionSource(path, name string) (string, error) {
 		if err := json.Unmarshal(data, &nb); err != nil {
 			return "", fmt.Errorf("%s is not a notebook: %v", path, err)
 		}
-		var all strings.Builder
 		for _, c := range nb.Cells {
 			if c.Type != "code" {
 				continue // prose may quote the marker
@@ -130,14 +135,25 @@ func submissionSource(path, name string) (string, error) {
 				json.Unmarshal(c.Source, &one)
 				lines = []string{one}
 			}
-			all.WriteString(strings.Join(lines, "") + "\n")
+			if cell := strings.Join(lines, ""); strings.Contains(cell, "// EXERCISE "+name) {
+				return fromCell(cell, name)
+			}
 		}
-		return exercise.Extract(all.String(), name)
+		return "", fmt.Errorf("no code cell marked %q", "// EXERCISE "+name)
 	}
 	if strings.Contains(text, "// EXERCISE "+name) {
-		return exercise.Extract(text, name)
+		return fromCell(text, name)
 	}
 	return text, nil
+}
+
+// fromCell is the exercise's code in a marked cell: the backtick string of
+// a kernel exercise, the whole cell of a Go one.
+func fromCell(cell, name string) (string, error) {
+	if e, _ := exercise.Lookup(name); e.Lang == "go" {
+		return cell, nil
+	}
+	return exercise.Extract(cell, name)
 }
 
 // gradeOne checks one source in a child process (lab grade-one), so that a
@@ -241,4 +257,105 @@ func writeFileAtomic(path string, data []byte) error {
 		os.Remove(tmp.Name())
 	}
 	return werr
+}
+
+// goVersion is the Go version of the generated module and workspace: the
+// one this lab was built with, which go.mod requires too.
+var goVersion = strings.TrimPrefix(runtime.Version(), "go")
+
+// goRunners are the check functions of the Go exercises, as the generated
+// main package calls them.
+var goRunners = map[string]string{"sparse/gustavson": "exercise.RunGustavson(Gustavson)"}
+
+// gradeGo builds the marked cell of a Go exercise into a throwaway program
+// next to this checkout (a Go workspace) and runs it under the time limit:
+// a submission that does not compile, panics or never ends fails alone.
+func gradeGo(name, cell string, timeout time.Duration) exercise.Result {
+	r := exercise.Result{Exercise: name}
+	root := os.Getenv("GPULAB_ROOT")
+	if root == "" {
+		root, _ = os.Getwd()
+	}
+	if data, err := os.ReadFile(filepath.Join(root, "go.mod")); err != nil || !strings.HasPrefix(string(data), "module gpulab") {
+		r.Error = "grading a Go exercise needs the gpulab checkout: run lab from the repository root or set GPULAB_ROOT"
+		return r
+	}
+	dir, err := os.MkdirTemp("", "gpulab-grade-*")
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer os.RemoveAll(dir)
+	files := map[string]string{
+		"go.mod":     "module submission\n\ngo " + goVersion + "\n",
+		"go.work":    fmt.Sprintf("go %s\n\nuse (\n\t.\n\t%q\n)\n", goVersion, root),
+		"student.go": "package main\n\nimport \"gpulab/engine/sparse\"\n\nvar _ = sparse.Gustavson\n\n" + cell,
+		"main.go": "package main\n\nimport (\n\t\"encoding/json\"\n\t\"os\"\n\n\t\"gpulab/engine/exercise\"\n)\n\n" +
+			"func main() { json.NewEncoder(os.Stdout).Encode(" + goRunners[name] + ") }\n",
+	}
+	for f, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
+			r.Error = err.Error()
+			return r
+		}
+	}
+	// GoNB cells leave imports to goimports; so does the grader.
+	for _, gi := range []string{filepath.Join(root, ".tools", "bin", "goimports"), "goimports"} {
+		if exec.Command(gi, "-w", filepath.Join(dir, "student.go")).Run() == nil {
+			break
+		}
+	}
+	// Build, then run the program itself: killing `go run` at the time
+	// limit would leave its child running. The limit is for the run; a
+	// first build of the engine on a small machine takes its own time.
+	bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer bcancel()
+	build := exec.CommandContext(bctx, "go", "build", "-o", "submission", ".")
+	build.Dir = dir
+	var errOut bytes.Buffer
+	build.Stderr = &errOut
+	if err := build.Run(); err != nil {
+		msg := errOut.String()
+		if m := goErrPos.FindStringSubmatchIndex(msg); m != nil {
+			r.Error = "does not compile: " + firstLine(cellLine(dir, name, msg, m))
+		} else {
+			r.Error = fmt.Sprintf("does not build (%v): %s", err, lastLine(msg))
+		}
+		return r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "submission"))
+	var out bytes.Buffer
+	errOut.Reset()
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	runErr := cmd.Run()
+	switch {
+	case ctx.Err() != nil:
+		r.Error = fmt.Sprintf("did not finish within %v (an endless loop?)", timeout)
+	case json.Unmarshal(out.Bytes(), &r) == nil:
+	default:
+		r.Error = fmt.Sprintf("the check crashed (%v): %s", runErr, lastLine(errOut.String()))
+	}
+	r.Exercise = name
+	return r
+}
+
+// goErrPos finds a compiler position in student.go.
+var goErrPos = regexp.MustCompile(`\./student\.go:(\d+):(\d+): `)
+
+// cellLine rewrites the first compiler error's position (match m in msg)
+// as a line of the student's cell: the line number in student.go, after
+// goimports rewrote its header, minus the line where the cell starts.
+func cellLine(dir, name, msg string, m []int) string {
+	n, _ := strconv.Atoi(msg[m[2]:m[3]])
+	data, _ := os.ReadFile(filepath.Join(dir, "student.go"))
+	start := 1
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, "// EXERCISE "+name) {
+			start = i + 1
+			break
+		}
+	}
+	return fmt.Sprintf("line %d, column %s: %s", n-start+1, msg[m[4]:m[5]], msg[m[1]:])
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestGrade(t *testing.T) {
 		"| dave | no | no |",
 		"did not finish within 20s",
 		"| erin | yes | yes |",
-		`| frank | no | no | 0.0 | 0% | no cell marked "// EXERCISE gemm/tiled"`,
+		`| frank | no | no | 0.0 | 0% | no code cell marked "// EXERCISE gemm/tiled"`,
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q", want)
@@ -96,5 +97,40 @@ func TestExerciseFill(t *testing.T) {
 	}
 	if code, _, errs := lab("exercise-fill", filepath.Join("..", "notebooks", "00-devices-and-bandwidth.ipynb"), "--out", out); code == 0 || !strings.Contains(errs, "no cell marked // EXERCISE") {
 		t.Errorf("a notebook without an exercise: exit %d, %s", code, errs)
+	}
+}
+
+// TestGradeGo grades Go submissions of sparse/gustavson: correct, wrong,
+// not compiling (with the cell's line number), endless and panicking.
+func TestGradeGo(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	root, _ := filepath.Abs("..")
+	t.Setenv("GPULAB_ROOT", root)
+	e, _ := exercise.Lookup("sparse/gustavson")
+	good, _ := e.Solution()
+	head := "// EXERCISE sparse/gustavson: complete the function.\nfunc Gustavson(a, b *sparse.CSR) (*sparse.CSR, error) {\n"
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"ann.go": good,
+		"ben.go": head + "\treturn sparse.Gustavson(a, a)\n}\n",
+		"cat.go": head + "\treturn nil, undefinedThing\n}\n",
+		"dan.go": head + "\tfor {\n\t}\n}\n",
+		"eve.go": head + "\tvar s []int\n\t_ = s[len(a.RowPtr)]\n\treturn nil, nil\n}\n",
+	} {
+		os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644)
+	}
+	out := t.TempDir()
+	code, stdout, errs := lab("grade", "--exercise", "sparse/gustavson", "--timeout", "10s",
+		"--csv", filepath.Join(out, "g.csv"), "--md", filepath.Join(out, "g.md"), dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	t.Log("\n" + stdout)
+	for _, want := range []string{"| ann | yes | yes |", "| ben | yes | no |", "| cat | no | no |", "line 3, column 14: undefined: undefinedThing", "| dan | no | no |", "did not finish", "| eve | yes | no |", "panicked"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q", want)
+		}
 	}
 }

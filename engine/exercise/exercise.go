@@ -53,7 +53,12 @@ type Rung struct {
 // An Exercise knows its reference and how to check a source against it.
 type Exercise struct {
 	Name, Doc string
-	// Solution returns the reference solution's source.
+	// Lang is the language of the student's code: "opencl" (a kernel
+	// source between backticks) or "go" (the marked cell is Go code, a
+	// function that the check calls).
+	Lang string
+	// Solution returns the reference solution: the kernel source, or for Go
+	// exercises the code of the marked cell.
 	Solution func() (string, error)
 	check    func(dev *engine.Device, src string) Result
 	devices  func() ([]engine.Info, error)
@@ -101,6 +106,10 @@ func Run(name, src string) (r Result) {
 		r.Error = err.Error()
 		return r
 	}
+	if e.check == nil {
+		r.Error = fmt.Sprintf("%s is a Go exercise: its check cell calls the function itself", name)
+		return r
+	}
 	if strings.Contains(src, todo) {
 		r.Error = fmt.Sprintf("the exercise still contains %s: write your solution in the cell marked // EXERCISE %s", todo, name)
 		return r
@@ -127,8 +136,11 @@ func Run(name, src string) (r Result) {
 // Check runs the check and shows it in a notebook (or prints it): pass or
 // fail, the reason, the speed next to the ladder, and a bar chart placing
 // the solution among the ladder's steps. It returns the Result.
-func Check(name, src string) Result {
-	r := Run(name, src)
+func Check(name, src string) Result { return show(Run(name, src)) }
+
+// show displays a result: the report, and for a pass a bar chart of
+// GFLOP/s placing the solution among the ladder's steps.
+func show(r Result) Result {
 	nb.Markdown(r.Markdown())
 	if r.Correct && len(r.Ladder) > 0 {
 		var labels []string
@@ -136,7 +148,7 @@ func Check(name, src string) Result {
 		for _, rung := range r.Ladder {
 			labels, values = append(labels, rung.Name), append(values, rung.GFLOPS)
 		}
-		labels, values = append(labels, "your kernel"), append(values, r.GFLOPS)
+		labels, values = append(labels, "yours"), append(values, r.GFLOPS)
 		if _, err := plot.Bars(fmt.Sprintf("%s on %s, %s: GFLOP/s", r.Exercise, r.Device, r.Size), "GFLOP/s", labels, values).Show(); err != nil {
 			fmt.Println(err)
 		}
@@ -259,6 +271,7 @@ func buildError(msg string) string {
 func init() {
 	register(Exercise{
 		Name:     "gemm/tiled",
+		Lang:     "opencl",
 		Doc:      "C = A·B with TS×TS tiles of A and B in __local memory (the OpenCL ladder's step 02)",
 		Solution: func() (string, error) { return gemmSource("02_local_tiling") },
 		devices:  openCLDevices,

@@ -1,8 +1,11 @@
 package exercise
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"gpulab/engine/sparse"
 )
 
 // skeleton is the exercise cell as a student first sees it.
@@ -81,5 +84,32 @@ func TestExtract(t *testing.T) {
 	}
 	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "gemm/tiled") {
 		t.Errorf("Lookup: %v", err)
+	}
+}
+
+func TestGustavsonExercise(t *testing.T) {
+	r := RunGustavson(func(a, b *sparse.CSR) (*sparse.CSR, error) { return nil, errors.New("TODO: not written yet") })
+	if r.Correct || !strings.Contains(r.Error, "TODO: not written yet") {
+		t.Errorf("TODO: %+v", r)
+	}
+	r = RunGustavson(sparse.Gustavson)
+	if !r.Correct || len(r.Ladder) != 4 {
+		t.Errorf("library Gustavson: %+v", r)
+	}
+	// Changes one value: the check names the element.
+	r = RunGustavson(func(a, b *sparse.CSR) (*sparse.CSR, error) {
+		c, err := sparse.Gustavson(a, b)
+		if err != nil || c.NNZ() == 0 {
+			return c, err
+		}
+		c.Val[0] += 1
+		return c, nil
+	})
+	if r.Correct || !strings.Contains(r.Detail, "expected") {
+		t.Errorf("wrong value: %+v", r)
+	}
+	r = RunGustavson(func(a, b *sparse.CSR) (*sparse.CSR, error) { panic("boom") })
+	if r.Correct || !strings.Contains(r.Error, "panicked: boom") {
+		t.Errorf("panic: %+v", r)
 	}
 }
