@@ -20,6 +20,12 @@ type npyData struct{ f *datasets.NPYFile }
 func (d npyData) Dims() (int, int)                       { return d.f.Rows, d.f.Cols }
 func (d npyData) Rows(start, n int, dst []float32) error { return d.f.ReadRows(start, n, dst) }
 
+// phaseMS is one phase of a GPU iteration.
+type phaseMS struct {
+	Name string  `json:"name"`
+	MS   float64 `json:"ms"`
+}
+
 // kmeansOut is what --json prints.
 type kmeansOut struct {
 	Device    string    `json:"device"`
@@ -34,6 +40,7 @@ type kmeansOut struct {
 	Sizes     []int     `json:"sizes"`
 	Empty     int       `json:"empty_reseeded"`
 	Resident  *bool     `json:"resident,omitempty"`
+	Phases    []phaseMS `json:"phases,omitempty"` // GPU, resident: the last iteration's phases
 	Labels    string    `json:"labels"`
 	Centers   string    `json:"centers"`
 }
@@ -127,6 +134,9 @@ func kmeansCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		res.Variant, res.Resident = st.Variant, &st.Resident
 		res.MSPerIter = float64(st.MeanIter()) / float64(time.Millisecond)
+		for _, ph := range st.Phases {
+			res.Phases = append(res.Phases, phaseMS{ph.Name, float64(ph.Time) / float64(time.Millisecond)})
+		}
 	default:
 		return usageError{fmt.Errorf("lab kmeans runs on cpu or cuda:N, not %s", dev.ID)}
 	}

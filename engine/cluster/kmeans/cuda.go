@@ -40,15 +40,22 @@ type Span struct {
 	Start, End time.Duration // from the start of the iteration
 }
 
+// PhaseTime is the GPU time of one phase of a resident iteration.
+type PhaseTime struct {
+	Name string
+	Time time.Duration
+}
+
 // GPUStats are the measurements of a FitCUDA run.
 type GPUStats struct {
 	Variant     string
 	Resident    bool // X stayed on the device (else it was streamed)
 	Batch       int  // rows per streamed batch
 	PerIter     []time.Duration
-	Timeline    []Span // the last iteration's copies and kernels, when streamed
-	XBytes      int64  // bytes of X moved per iteration
-	DeviceBytes int    // device memory held
+	Timeline    []Span      // the last iteration's copies and kernels, when streamed
+	Phases      []PhaseTime // the last iteration's phases, when resident
+	XBytes      int64       // bytes of X moved per iteration
+	DeviceBytes int         // device memory held
 }
 
 // FitCUDA runs Lloyd's algorithm with the GPU pass opt.Variant on ctx. The
@@ -165,6 +172,12 @@ type gpuPass struct {
 	partial  [2]*cuda.Buffer // fused: per-block partial sums, per stream
 	blocks   int             // fused: persistent blocks
 	lastDist []float32
+	marks    []phaseMark // resident iterations: events between phases
+}
+
+type phaseMark struct {
+	name string
+	ev   *cuda.Event
 }
 
 func newGPUPass(ctx *cuda.Context, data Data, k int, opt GPUOptions) (p *gpuPass, err error) {
@@ -304,6 +317,9 @@ func (p *gpuPass) uploadResident() error {
 }
 
 func (p *gpuPass) close() {
+	for _, m := range p.marks {
+		m.ev.Destroy()
+	}
 	for _, b := range p.bufs {
 		b.Free()
 	}
@@ -389,6 +405,9 @@ func (p *gpuPass) batchPass(x cuda.DevicePtr, start, m int, s *cuda.Stream, si i
 	if err != nil {
 		return err
 	}
+	if err := p.mark("assignment ("+p.assignFile()+")", s); err != nil {
+		return err
+	}
 	// Counts and inertia (per batch for the sorted update's offsets).
 	counts := p.counts
 	if p.order != nil {
@@ -398,6 +417,9 @@ func (p *gpuPass) batchPass(x cuda.DevicePtr, start, m int, s *cuda.Stream, si i
 		}
 	}
 	if err := p.launch(p.assignFile(), "inertia_and_counts", grid(min(1024, (m+255)/256), 256, 4*k), dist, lab, m, k, p.inertia, counts); err != nil {
+		return err
+	}
+	if err := p.mark("counts and inertia", s); err != nil {
 		return err
 	}
 	switch p.opt.Variant {
@@ -420,9 +442,45 @@ func (p *gpuPass) batchPass(x cuda.DevicePtr, start, m int, s *cuda.Stream, si i
 	return p.launch("06_update_sorted", "segment_sums", cfg, x, order, lab, m, d, p.sums)
 }
 
+// mark ends a phase of a resident iteration (streams: no marks; their
+// timeline has the copies and kernels instead).
+func (p *gpuPass) mark(name string, s *cuda.Stream) error {
+	if s != nil {
+		return nil
+	}
+	ev, err := p.ctx.NewEvent()
+	if err != nil {
+		return err
+	}
+	p.marks = append(p.marks, phaseMark{name, ev})
+	return ev.Record(nil)
+}
+
+// phases turns the marks of an iteration into PhaseTimes and frees them.
+func (p *gpuPass) phases() ([]PhaseTime, error) {
+	defer func() {
+		for _, m := range p.marks {
+			m.ev.Destroy()
+		}
+		p.marks = p.marks[:0]
+	}()
+	var out []PhaseTime
+	for i := 1; i < len(p.marks); i++ {
+		d, err := cuda.Elapsed(p.marks[i-1].ev, p.marks[i].ev)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, PhaseTime{p.marks[i].name, d})
+	}
+	return out, nil
+}
+
 func (p *gpuPass) assign(centers []float32) ([]float64, []int64, float64, error) {
 	n, d, k := p.n, p.d, p.k
 	start := time.Now()
+	if err := p.mark("start", nil); err != nil {
+		return nil, nil, 0, err
+	}
 	if err := cuda.CopyHtoD(p.centers, centers); err != nil {
 		return nil, nil, 0, err
 	}
@@ -439,8 +497,14 @@ func (p *gpuPass) assign(centers []float32) ([]float64, []int64, float64, error)
 	if err := p.ctx.Synchronize(); err != nil {
 		return nil, nil, 0, err
 	}
+	if err := p.mark("centers up, sums cleared, |c|²", nil); err != nil {
+		return nil, nil, 0, err
+	}
 	if p.stats.Resident {
 		if err := p.batchPass(p.x[0].Ptr(), 0, n, nil, 0); err != nil {
+			return nil, nil, 0, err
+		}
+		if err := p.mark("update", nil); err != nil {
 			return nil, nil, 0, err
 		}
 	} else if err := p.stream(); err != nil {
@@ -469,6 +533,16 @@ func (p *gpuPass) assign(centers []float32) ([]float64, []int64, float64, error)
 	}
 	in, err := cuda.Download[float64](p.inertia, 1)
 	if err != nil {
+		return nil, nil, 0, err
+	}
+	if err := p.mark("reduce, download sums", nil); err != nil {
+		return nil, nil, 0, err
+	}
+	if p.stats.Resident {
+		if p.stats.Phases, err = p.phases(); err != nil {
+			return nil, nil, 0, err
+		}
+	} else if _, err := p.phases(); err != nil {
 		return nil, nil, 0, err
 	}
 	p.stats.PerIter = append(p.stats.PerIter, time.Since(start))
