@@ -1,0 +1,410 @@
+package lfm2
+
+// The fp32 CPU reference forward of transformers' Lfm2MoeForCausalLM (and
+// Lfm2ForCausalLM) for one sequence, with a KV cache for each attention layer
+// and a convolution state for each conv layer so that decode runs one token
+// at a time.
+
+import (
+	"fmt"
+	"math"
+
+	"gpulab/engine/cpu"
+)
+
+// Weights is every tensor the forward needs, converted to float32 once.
+// Matrices are row-major [out, in] as in the checkpoint.
+type Weights struct {
+	Embed  []float32 // [vocab, hidden]
+	Norm   []float32 // embedding_norm, the final norm
+	LMHead []float32 // [vocab, hidden]; Embed when tied
+	Layers []LayerWeights
+}
+
+// LayerWeights is one decoder layer. Only the fields of its mixer (attention
+// or conv) and of its feed-forward (dense or MoE) are set.
+type LayerWeights struct {
+	OpNorm, FFNNorm []float32
+
+	Q, K, V, O   []float32 // attention projections
+	QNorm, KNorm []float32 // [headDim]
+
+	InProj  []float32 // [3·hidden, hidden]: B, C, x
+	ConvW   []float32 // [hidden, convL]
+	ConvOut []float32 // [hidden, hidden]
+
+	FFN     SwiGLU    // dense feed-forward
+	Gate    []float32 // router [experts, hidden]
+	Bias    []float32 // expert_bias [experts]
+	Experts []SwiGLU
+}
+
+// SwiGLU is w2(silu(w1 x) ⊙ w3 x) of width Inter.
+type SwiGLU struct {
+	W1, W3, W2 []float32
+	Inter      int
+}
+
+// LoadWeights validates ck against c and converts its tensors to float32.
+func LoadWeights(c *Config, ck *Checkpoint) (*Weights, error) {
+	if err := Validate(c, ck); err != nil {
+		return nil, err
+	}
+	get := func(name string) []float32 { return ck.Tensors[name].Float32() }
+	w := &Weights{Embed: get("model.embed_tokens.weight"), Norm: get("model.embedding_norm.weight")}
+	w.LMHead = w.Embed
+	if !c.TiedEmbeddings {
+		w.LMHead = get("lm_head.weight")
+	}
+	ffn := func(p string, inter int) SwiGLU {
+		return SwiGLU{get(p + "w1.weight"), get(p + "w3.weight"), get(p + "w2.weight"), inter}
+	}
+	w.Layers = make([]LayerWeights, c.Layers)
+	for n := range c.Layers {
+		p, lw := fmt.Sprintf("model.layers.%d.", n), &w.Layers[n]
+		lw.OpNorm, lw.FFNNorm = get(p+"operator_norm.weight"), get(p+"ffn_norm.weight")
+		if c.IsAttention(n) {
+			a := p + "self_attn."
+			lw.Q, lw.K, lw.V, lw.O = get(a+"q_proj.weight"), get(a+"k_proj.weight"), get(a+"v_proj.weight"), get(a+"out_proj.weight")
+			lw.QNorm, lw.KNorm = get(a+"q_layernorm.weight"), get(a+"k_layernorm.weight")
+		} else {
+			lw.InProj, lw.ConvW, lw.ConvOut = get(p+"conv.in_proj.weight"), get(p+"conv.conv.weight"), get(p+"conv.out_proj.weight")
+		}
+		if !c.IsMoE(n) {
+			lw.FFN = ffn(p+"feed_forward.", c.Intermediate)
+			continue
+		}
+		lw.Gate, lw.Bias = get(p+"feed_forward.gate.weight"), get(p+"feed_forward.expert_bias")
+		for e := range c.Experts {
+			lw.Experts = append(lw.Experts, ffn(fmt.Sprintf("%sfeed_forward.experts.%d.", p, e), c.MoEIntermediate))
+		}
+	}
+	return w, nil
+}
+
+// State is the caches of one sequence: Pos tokens have been run.
+type State struct {
+	Pos  int
+	K, V [][]float32 // per attention layer: Pos × kvHeads·headDim
+	Conv [][]float32 // per conv layer: the last convL−1 B⊙x vectors, oldest first
+}
+
+// NewState returns the empty state of a new sequence.
+func NewState(c *Config) *State {
+	st := &State{K: make([][]float32, c.Layers), V: make([][]float32, c.Layers), Conv: make([][]float32, c.Layers)}
+	for l := range c.Layers {
+		if !c.IsAttention(l) {
+			st.Conv[l] = make([]float32, (c.ConvL-1)*c.Hidden)
+		}
+	}
+	return st
+}
+
+// Forward runs tokens after those already in st, updating st, and returns
+// the logits of each new position (len(tokens) × vocab).
+func Forward(c *Config, w *Weights, st *State, tokens []int) ([][]float32, error) {
+	for i, tok := range tokens {
+		if tok < 0 || tok >= c.Vocab {
+			return nil, fmt.Errorf("lfm2: token %d (at %d) is outside the vocabulary of %d", tok, i, c.Vocab)
+		}
+	}
+	T, h := len(tokens), c.Hidden
+	x := make([][]float32, T)
+	for t, tok := range tokens {
+		x[t] = append([]float32(nil), w.Embed[tok*h:(tok+1)*h]...)
+	}
+	for l := range c.Layers {
+		lw := &w.Layers[l]
+		normed := rmsNormRows(x, lw.OpNorm, c.NormEps)
+		var mix [][]float32
+		if c.IsAttention(l) {
+			mix = attention(c, lw, st, l, normed)
+		} else {
+			mix = convMixer(c, lw, st, l, normed)
+		}
+		addRows(x, mix)
+		normed = rmsNormRows(x, lw.FFNNorm, c.NormEps)
+		var ff [][]float32
+		if c.IsMoE(l) {
+			ff = moe(c, lw, normed)
+		} else {
+			ff = lw.FFN.apply(normed, h)
+		}
+		addRows(x, ff)
+	}
+	st.Pos += T
+	return linear(rmsNormRows(x, w.Norm, c.NormEps), w.LMHead, c.Vocab), nil
+}
+
+// Greedy generates n tokens after prompt, each the argmax of the logits.
+func Greedy(c *Config, w *Weights, prompt []int, n int) ([]int, error) {
+	if len(prompt) == 0 {
+		return nil, fmt.Errorf("lfm2: Greedy needs a non-empty prompt")
+	}
+	st := NewState(c)
+	logits, err := Forward(c, w, st, prompt)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for len(out) < n {
+		tok := argmax(logits[len(logits)-1])
+		out = append(out, tok)
+		if len(out) == n {
+			break
+		}
+		if logits, err = Forward(c, w, st, []int{tok}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// argmax is the index of v's largest value (the first if tied).
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// attention is the GQA mixer of layer l over the rows x, appending their
+// keys and values to st's cache.
+func attention(c *Config, lw *LayerWeights, st *State, l int, x [][]float32) [][]float32 {
+	hd, H, KV := c.HeadDim, c.Heads, c.KVHeads
+	q, k, v := linear(x, lw.Q, H*hd), linear(x, lw.K, KV*hd), linear(x, lw.V, KV*hd)
+	for t := range x {
+		pos := st.Pos + t
+		for hh := range H {
+			head := q[t][hh*hd : (hh+1)*hd]
+			rmsNorm(head, head, lw.QNorm, c.NormEps)
+			rope(head, pos, c.RopeTheta)
+		}
+		for hh := range KV {
+			head := k[t][hh*hd : (hh+1)*hd]
+			rmsNorm(head, head, lw.KNorm, c.NormEps)
+			rope(head, pos, c.RopeTheta)
+		}
+		st.K[l] = append(st.K[l], k[t]...)
+		st.V[l] = append(st.V[l], v[t]...)
+	}
+	T, group, scale := len(x), H/KV, float32(1/math.Sqrt(float64(hd)))
+	kc, vc, kvw := st.K[l], st.V[l], KV*hd
+	out := make([][]float32, T)
+	for t := range out {
+		out[t] = make([]float32, H*hd)
+	}
+	cpu.Parallel(T*H, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			t, hh := i/H, i%H
+			n, kh := st.Pos+t+1, hh/group // causal: positions 0..Pos+t
+			qh := q[t][hh*hd : (hh+1)*hd]
+			s := make([]float32, n)
+			m := float32(math.Inf(-1))
+			for j := range n {
+				s[j] = dot(qh, kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd]) * scale
+				m = max(m, s[j])
+			}
+			var sum float32
+			for j := range s {
+				s[j] = float32(math.Exp(float64(s[j] - m)))
+				sum += s[j]
+			}
+			o := out[t][hh*hd : (hh+1)*hd]
+			for j, p := range s {
+				vj := vc[j*kvw+kh*hd : j*kvw+(kh+1)*hd]
+				for d := range o {
+					o[d] += p / sum * vj[d]
+				}
+			}
+		}
+	})
+	return linear(out, lw.O, c.Hidden)
+}
+
+// convMixer is the gated short convolution of layer l over the rows x,
+// continuing from and updating st's conv state.
+func convMixer(c *Config, lw *LayerWeights, st *State, l int, x [][]float32) [][]float32 {
+	h, L := c.Hidden, c.ConvL
+	bcx := linear(x, lw.InProj, 3*h)
+	seq := make([][]float32, 0, L-1+len(x)) // the conv state, then the new B⊙x
+	for j := range L - 1 {
+		seq = append(seq, st.Conv[l][j*h:(j+1)*h])
+	}
+	for _, r := range bcx {
+		bx := make([]float32, h)
+		for i := range bx {
+			bx[i] = r[i] * r[2*h+i]
+		}
+		seq = append(seq, bx)
+	}
+	out := causalConv(seq, lw.ConvW, L)
+	for t, r := range bcx {
+		for i := range out[t] {
+			out[t][i] *= r[h+i] // C gate
+		}
+	}
+	state := make([]float32, 0, (L-1)*h)
+	for _, r := range seq[len(seq)-(L-1):] {
+		state = append(state, r...)
+	}
+	st.Conv[l] = state
+	return linear(out, lw.ConvOut, h)
+}
+
+// causalConv is the depthwise convolution of the rows seq, whose first L−1
+// are history, by the kernels w [channels, L]: out_t[c] = Σ_j w[c][j]·seq[t+j][c]
+// for each of the len(seq)−(L−1) new rows.
+func causalConv(seq [][]float32, w []float32, L int) [][]float32 {
+	out := make([][]float32, len(seq)-(L-1))
+	for t := range out {
+		o := make([]float32, len(seq[t]))
+		for ch := range o {
+			var s float32
+			for j := range L {
+				s += w[ch*L+j] * seq[t+j][ch]
+			}
+			o[ch] = s
+		}
+		out[t] = o
+	}
+	return out
+}
+
+// moe is the sparse mixture-of-experts feed-forward of the rows x.
+func moe(c *Config, lw *LayerWeights, x [][]float32) [][]float32 {
+	logits := linear(x, lw.Gate, c.Experts)
+	out := make([][]float32, len(x))
+	for t := range x {
+		out[t] = make([]float32, c.Hidden)
+		idx, wts := route(logits[t], lw.Bias, c.ExpertsPerToken)
+		for i, e := range idx {
+			y := lw.Experts[e].apply(x[t:t+1], c.Hidden)[0]
+			for d, v := range y {
+				out[t][d] += wts[i] * v
+			}
+		}
+	}
+	return out
+}
+
+// route picks the k experts with the largest sigmoid(logit)+bias (the lower
+// index on ties) and weights them by their unbiased sigmoid, normalized as
+// transformers does: s / (Σ s + 1e-6).
+func route(logits, bias []float32, k int) ([]int, []float32) {
+	s := make([]float32, len(logits))
+	for i, z := range logits {
+		s[i] = float32(1 / (1 + math.Exp(-float64(z))))
+	}
+	used := make([]bool, len(s))
+	idx, wts := make([]int, 0, k), make([]float32, 0, k)
+	var sum float32
+	for range k {
+		best := -1
+		for i := range s {
+			if !used[i] && (best < 0 || s[i]+bias[i] > s[best]+bias[best]) {
+				best = i
+			}
+		}
+		used[best] = true
+		idx, wts = append(idx, best), append(wts, s[best])
+		sum += s[best]
+	}
+	for i := range wts {
+		wts[i] /= sum + 1e-6
+	}
+	return idx, wts
+}
+
+// apply is the SwiGLU of each row of x, giving rows of width hidden.
+func (f *SwiGLU) apply(x [][]float32, hidden int) [][]float32 {
+	g, u := linear(x, f.W1, f.Inter), linear(x, f.W3, f.Inter)
+	for t := range g {
+		for i, a := range g[t] {
+			g[t][i] = a / (1 + float32(math.Exp(-float64(a)))) * u[t][i]
+		}
+	}
+	return linear(g, f.W2, hidden)
+}
+
+// linear returns x·wᵀ for w [out, in], parallel over the output rows.
+func linear(x [][]float32, w []float32, out int) [][]float32 {
+	in := len(w) / out
+	y := make([][]float32, len(x))
+	for t := range y {
+		y[t] = make([]float32, out)
+	}
+	cpu.Parallel(out, max(1, 8192/max(in*len(x), 1)), func(lo, hi int) {
+		for o := lo; o < hi; o++ {
+			row := w[o*in : (o+1)*in]
+			for t, xt := range x {
+				y[t][o] = dot(row, xt)
+			}
+		}
+	})
+	return y
+}
+
+// dot is Σ a[i]·b[i] over len(a).
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// rmsNorm sets dst = x / sqrt(mean(x²) + eps) · w; dst may be x.
+func rmsNorm(dst, x, w []float32, eps float64) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	r := float32(1 / math.Sqrt(ss/float64(len(x))+eps))
+	for i, v := range x {
+		dst[i] = v * r * w[i]
+	}
+}
+
+// rmsNormRows is rmsNorm of each row of x into new rows.
+func rmsNormRows(x [][]float32, w []float32, eps float64) [][]float32 {
+	y := make([][]float32, len(x))
+	for t, r := range x {
+		y[t] = make([]float32, len(r))
+		rmsNorm(y[t], r, w, eps)
+	}
+	return y
+}
+
+// addRows adds b to a, row by row.
+func addRows(a, b [][]float32) {
+	for t := range a {
+		for i, v := range b[t] {
+			a[t][i] += v
+		}
+	}
+}
+
+// rope rotates one head x in place for position pos, rotate_half style:
+// x[i] and x[i+d/2] turn by pos·theta^(−2i/d).
+func rope(x []float32, pos int, theta float64) {
+	half := len(x) / 2
+	for i := range half {
+		invFreq := float32(1 / math.Pow(theta, float64(2*i)/float64(len(x))))
+		ang := float64(float32(pos) * invFreq)
+		cos, sin := float32(math.Cos(ang)), float32(math.Sin(ang))
+		x1, x2 := x[i], x[i+half]
+		x[i], x[i+half] = x1*cos-x2*sin, x2*cos+x1*sin
+	}
+}
