@@ -137,18 +137,31 @@ func Forward(c *Config, w *Weights, st *State, tokens []int) ([][]float32, error
 }
 
 // Greedy generates n tokens after prompt, each the argmax of the logits.
+
+// Greedy generates n tokens after prompt, each the most likely one.
 func Greedy(c *Config, w *Weights, prompt []int, n int) ([]int, error) {
+	return Generate(c, w, prompt, n, Sampling{})
+}
+
+// Generate generates n tokens after prompt, each picked by s from the
+// logits of the last position; the prompt is run once (prefill), then one
+// token at a time through the caches (decode).
+func Generate(c *Config, w *Weights, prompt []int, n int, s Sampling) ([]int, error) {
 	if len(prompt) == 0 {
-		return nil, fmt.Errorf("lfm2: Greedy needs a non-empty prompt")
+		return nil, fmt.Errorf("lfm2: generation needs a non-empty prompt")
+	}
+	if err := s.check(); err != nil {
+		return nil, err
 	}
 	st := NewState(c)
 	logits, err := Forward(c, w, st, prompt)
 	if err != nil {
 		return nil, err
 	}
+	pick := s.picker()
 	var out []int
 	for len(out) < n {
-		tok := argmax(logits[len(logits)-1])
+		tok := pick(logits[len(logits)-1])
 		out = append(out, tok)
 		if len(out) == n {
 			break
