@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"gpulab/engine/atomicfile"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -408,38 +408,12 @@ func npyHeader(descr string, shape []int) []byte {
 	return append(append(append(h, dict...), strings.Repeat(" ", pad)...), '\n')
 }
 
-// writeAtomic writes path through a temporary file in the same directory,
-// renamed over path only once everything is written and synced, so that
-// readers (and a crash) never see half a file.
-func writeAtomic(path string, write func(w *bufio.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+// writeAtomic writes path with atomicfile.Write, its errors naming the file.
+func writeAtomic(path string, write func(w *bufio.Writer) error) error {
+	if err := atomicfile.Write(path, write); err != nil {
 		return fmt.Errorf("datasets: write %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("datasets: write %s: %w", path, err)
-		}
-	}()
-	w := bufio.NewWriterSize(tmp, chunkBytes)
-	if err = write(w); err != nil {
-		return err
-	}
-	if err = w.Flush(); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(0o644); err != nil { // CreateTemp makes the file 0600
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
 
 // fileErr returns an error that names the file and what is wrong with it.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"gpulab/engine/atomicfile"
 	"gpulab/engine/exercise"
 )
 
@@ -71,7 +72,7 @@ func exerciseFillCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(*out, b)
+	return atomicfile.WriteBytes(*out, b)
 }
 
 func joinSource(v any) string {

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"gpulab/engine/atomicfile"
 	"gpulab/engine/exercise"
 )
 
@@ -71,10 +72,10 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	md := gradeMarkdown(rows)
 	fmt.Fprint(stdout, md)
-	if err := writeFileAtomic(*mdPath, []byte(md)); err != nil {
+	if err := atomicfile.WriteBytes(*mdPath, []byte(md)); err != nil {
 		return err
 	}
-	return writeFileAtomic(*csvPath, gradeCSV(rows))
+	return atomicfile.WriteBytes(*csvPath, gradeCSV(rows))
 }
 
 // submissions expands folders into their files, sorted.
@@ -238,25 +239,6 @@ func firstLine(s string) string {
 		s = s[:i] + " …"
 	}
 	return s
-}
-
-// writeFileAtomic writes through a temporary file and a rename.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
 }
 
 // goVersion is the Go version of the generated module and workspace: the

@@ -3,10 +3,10 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"gpulab/engine/atomicfile"
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -228,22 +228,8 @@ func WriteJSONValue(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("bench: encode %s: %w", path, err)
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
-	if err != nil {
+	if err := atomicfile.WriteBytes(path, append(data, '\n')); err != nil {
 		return fmt.Errorf("bench: write %s: %w", path, err)
-	}
-	_, werr := tmp.Write(append(data, '\n'))
-	cerr := tmp.Close()
-	if werr == nil && cerr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("bench: write %s: %w", path, werr)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"gpulab/engine/atomicfile"
 	"math"
 	"os"
 	"path/filepath"
@@ -140,15 +141,7 @@ func writeCachedCUBIN(key string, cubin []byte) {
 	if os.MkdirAll(dir, 0o755) != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(dir, key+".*.tmp")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(cubin)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(dir, key+".cubin")) != nil {
-		os.Remove(tmp.Name())
-	}
+	atomicfile.WriteBytes(filepath.Join(dir, key+".cubin"), cubin)
 }
 
 // Unload releases the module. Functions taken from it become invalid.

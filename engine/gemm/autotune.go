@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gpulab/engine"
+	"gpulab/engine/atomicfile"
 	"gpulab/engine/cuda"
 )
 
@@ -90,8 +91,9 @@ func Autotune(ctx *cuda.Context, s Shape) (TileConfig, error) {
 		return TileConfig{}, err
 	}
 	cache[key] = best
-	if data, err := json.MarshalIndent(cache, "", "  "); err == nil {
-		writeFileAtomic(AutotunePath(), data)
+	// The cache is best effort: a failed write only costs a new search.
+	if data, err := json.MarshalIndent(cache, "", "  "); err == nil && os.MkdirAll(filepath.Dir(AutotunePath()), 0o755) == nil {
+		atomicfile.WriteBytes(AutotunePath(), data)
 	}
 	return best, nil
 }
@@ -138,21 +140,4 @@ func search(ctx *cuda.Context, s Shape) (TileConfig, error) {
 		return TileConfig{}, fmt.Errorf("gemm: autotune %s: no candidate ran: %v", s, errs)
 	}
 	return best, nil
-}
-
-// writeFileAtomic writes data next to path and renames it into place; the
-// cache is best effort, so errors only cost a new search.
-func writeFileAtomic(path string, data []byte) {
-	if os.MkdirAll(filepath.Dir(path), 0o755) != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), path) != nil {
-		os.Remove(tmp.Name())
-	}
 }

@@ -19,6 +19,7 @@ package plot
 import (
 	"errors"
 	"fmt"
+	"gpulab/engine/atomicfile"
 	"math"
 	"os"
 	"path/filepath"
@@ -393,42 +394,10 @@ func (f *Figure) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := atomicfile.WriteBytes(path, data); err != nil {
 		return fmt.Errorf("plot %s: %w", f.name(), err)
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it
-// into place.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // Environment variables read by Show.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gpulab/engine/atomicfile"
 	"io"
 	"net/http"
 	"os"
@@ -109,7 +110,7 @@ func Fetch(name string, opt FetchOptions) (string, error) {
 		return "", fmt.Errorf("sparse: fetch %s: %w", name, err)
 	}
 	body := &limitedReader{r: resp.Body, n: maxBytes, what: "download"}
-	err = writeFileAtomic(dst, func(w io.Writer) error {
+	err = atomicfile.Write(dst, func(w *bufio.Writer) error {
 		return extractMember(bufio.NewReaderSize(body, 1<<16), mat+"/"+mat+".mtx", w, maxBytes)
 	})
 	if err != nil {

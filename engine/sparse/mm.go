@@ -7,10 +7,10 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"gpulab/engine/atomicfile"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -408,7 +408,7 @@ func WriteMatrixMarket(w io.Writer, m *COO, comment string) error {
 // when path ends in ".gz"). It writes a temporary file in the same directory
 // and renames it, so path never holds half-written output.
 func WriteMatrixMarketFile(path string, m *COO, comment string) error {
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return atomicfile.Write(path, func(w *bufio.Writer) error {
 		if strings.HasSuffix(path, ".gz") {
 			zw := gzip.NewWriter(w)
 			if err := WriteMatrixMarket(zw, m, comment); err != nil {
@@ -418,36 +418,4 @@ func WriteMatrixMarketFile(path string, m *COO, comment string) error {
 		}
 		return WriteMatrixMarket(w, m, comment)
 	})
-}
-
-// writeFileAtomic writes path through a temporary file in its directory,
-// renamed into place only when write and close succeed.
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = write(f); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

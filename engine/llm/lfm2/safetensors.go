@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gpulab/engine/atomicfile"
 	"maps"
 	"math"
 	"os"
@@ -389,24 +390,7 @@ func WriteSafetensors(path string, tensors map[string]TensorData) error {
 		h = append(h, ' ')
 	}
 	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
-	return writeAtomic(path, append(append(out, h...), data...))
-}
-
-// writeAtomic writes b to a temporary file beside path and renames it there.
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("lfm2: %w", err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.WriteBytes(path, append(append(out, h...), data...)); err != nil {
 		return fmt.Errorf("lfm2: %w", err)
 	}
 	return nil
