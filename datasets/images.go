@@ -80,6 +80,24 @@ func Photo(w, h int) []float32 {
 // values in [0, 1] (luma 0.299 R + 0.587 G + 0.114 B), and its width and
 // height.
 func LoadGray(path string) ([]float32, int, int, error) {
+	src, w, h, err := decodeImage(path)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	b := src.Bounds()
+	out := make([]float32, w*h)
+	for y := range h {
+		for x := range w {
+			r, g, bl, _ := src.At(b.Min.X+x, b.Min.Y+y).RGBA()
+			out[y*w+x] = float32((0.299*float64(r) + 0.587*float64(g) + 0.114*float64(bl)) / 65535)
+		}
+	}
+	return out, w, h, nil
+}
+
+// decodeImage opens and decodes a PNG or JPEG file, with errors that name
+// it, and returns the image and its (non-zero) size.
+func decodeImage(path string) (image.Image, int, int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -92,17 +110,9 @@ func LoadGray(path string) ([]float32, int, int, error) {
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("datasets: load image %s: not a PNG or JPEG file: %w", path, err)
 	}
-	b := src.Bounds()
-	w, h := b.Dx(), b.Dy()
+	w, h := src.Bounds().Dx(), src.Bounds().Dy()
 	if w == 0 || h == 0 {
 		return nil, 0, 0, fmt.Errorf("datasets: load image %s: empty %s image", path, format)
 	}
-	out := make([]float32, w*h)
-	for y := range h {
-		for x := range w {
-			r, g, bl, _ := src.At(b.Min.X+x, b.Min.Y+y).RGBA()
-			out[y*w+x] = float32((0.299*float64(r) + 0.587*float64(g) + 0.114*float64(bl)) / 65535)
-		}
-	}
-	return out, w, h, nil
+	return src, w, h, nil
 }

@@ -7,30 +7,17 @@ import (
 	"image/color"
 	"image/png"
 	"math"
-	"os"
 )
 
 // LoadRGB decodes a PNG or JPEG file into w×h×3 float32 values in [0,1],
 // row-major, channels R, G, B per pixel: pixel (x, y) is
 // rgb[3*(y*w+x) : 3*(y*w+x)+3]. Transparency is ignored.
 func LoadRGB(path string) ([]float32, int, int, error) {
-	f, err := os.Open(path)
+	src, w, h, err := decodeImage(path)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, 0, 0, fmt.Errorf("datasets: load image %s: no such file", path)
-		}
-		return nil, 0, 0, fmt.Errorf("datasets: load image: %w", err)
-	}
-	defer f.Close()
-	src, format, err := image.Decode(f)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("datasets: load image %s: not a PNG or JPEG file: %w", path, err)
+		return nil, 0, 0, err
 	}
 	b := src.Bounds()
-	w, h := b.Dx(), b.Dy()
-	if w == 0 || h == 0 {
-		return nil, 0, 0, fmt.Errorf("datasets: load image %s: empty %s image", path, format)
-	}
 	out := make([]float32, 0, 3*w*h)
 	for y := range h {
 		for x := range w {

@@ -165,6 +165,13 @@ func gradeOne(self, name, src string, timeout time.Duration) exercise.Result {
 	cmd := exec.CommandContext(ctx, self, "grade-one", "--exercise", name)
 	cmd.Stdin = strings.NewReader(src)
 	cmd.Env = append(os.Environ(), labMainEnv+"=1") // lets a test binary stand in for lab
+	return runChild(ctx, cmd, name, timeout)
+}
+
+// runChild runs a grading child process and reads its Result (JSON on
+// stdout); a child past its time limit, or one that died, is a failed
+// submission with the reason.
+func runChild(ctx context.Context, cmd *exec.Cmd, name string, timeout time.Duration) exercise.Result {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -307,20 +314,7 @@ func gradeGo(name, cell string, timeout time.Duration) exercise.Result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "submission"))
-	var out bytes.Buffer
-	errOut.Reset()
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	runErr := cmd.Run()
-	switch {
-	case ctx.Err() != nil:
-		r.Error = fmt.Sprintf("did not finish within %v (an endless loop?)", timeout)
-	case json.Unmarshal(out.Bytes(), &r) == nil:
-	default:
-		r.Error = fmt.Sprintf("the check crashed (%v): %s", runErr, lastLine(errOut.String()))
-	}
-	r.Exercise = name
-	return r
+	return runChild(ctx, exec.CommandContext(ctx, filepath.Join(dir, "submission")), name, timeout)
 }
 
 // goErrPos finds a compiler position in student.go.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,35 @@ func ParseBytes(s string) (int, error) {
 		return 0, fmt.Errorf("size %q: want a positive number of bytes such as 4096, 64K, 256M or 1G", s)
 	}
 	return int(v * float64(mult)), nil
+}
+
+// ParseFields reads a size such as "blobs:n=1000,d=64": after prefix,
+// comma-separated key=count pairs stored into fields (counts are integers
+// >= 0; keys not in fields are errors, and so is a missing prefix). Suites
+// use it for their sizes; the caller checks the values.
+func ParseFields(spec, prefix string, fields map[string]*int) error {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(spec), prefix)
+	if !ok {
+		return fmt.Errorf("size %q does not start with %q", spec, prefix)
+	}
+	var keys []string
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for kv := range strings.SplitSeq(rest, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		p, ok := fields[strings.TrimSpace(k)]
+		if !ok {
+			return fmt.Errorf("size %q: unknown field %q (have %s)", spec, k, strings.Join(keys, ", "))
+		}
+		x, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || x < 0 {
+			return fmt.Errorf("size %q: %s = %q is not a count", spec, k, v)
+		}
+		*p = x
+	}
+	return nil
 }
 
 // SplitList splits a comma-separated list such as "64M, 1G", dropping empty

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -19,6 +20,24 @@ func TestSplitList(t *testing.T) {
 	} {
 		if got := SplitList(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("SplitList(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseFields(t *testing.T) {
+	var n, k int
+	fields := map[string]*int{"n": &n, "k": &k}
+	if err := ParseFields("s:n=5, k=2", "s:", fields); err != nil || n != 5 || k != 2 {
+		t.Errorf("n=%d k=%d %v", n, k, err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"n=5", `does not start with "s:"`},
+		{"s:q=1", `unknown field "q" (have k, n)`},
+		{"s:n=-1", "is not a count"},
+		{"s:n=x", "is not a count"},
+	} {
+		if err := ParseFields(tc.in, "s:", fields); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.in, err, tc.want)
 		}
 	}
 }

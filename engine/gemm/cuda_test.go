@@ -8,22 +8,8 @@ import (
 
 	"gpulab/engine"
 	"gpulab/engine/bench"
-	"gpulab/engine/cuda"
+	"gpulab/engine/cuda/cudatest"
 )
-
-// cudaContext returns device 0, or skips the test with the reason CUDA is unavailable.
-func cudaContext(t *testing.T) *cuda.Context {
-	t.Helper()
-	n, err := cuda.DeviceCount()
-	if err != nil || n == 0 {
-		t.Skipf("no CUDA device: %v", err)
-	}
-	ctx, err := cuda.NewContext(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ctx
-}
 
 // runOnce measures every case once and fails the test for each one that
 // does not match its reference.
@@ -44,7 +30,7 @@ func runOnce(t *testing.T, what string, cases []bench.Case) []bench.Record {
 // and the cuBLAS calls) against the float64 reference, on shapes that are
 // not multiples of any tile, skinny shapes, and K not a multiple of 4.
 func TestCUDALadder(t *testing.T) {
-	ctx := cudaContext(t)
+	ctx := cudatest.Context(t)
 	for _, size := range []string{"1x1x1", "7x5x3", "64", "255x257x129", "130x1x70", "1x200x33", "1000x1023x999", "256x128x260"} {
 		p := mustProblem(t, size, 3)
 		cases, closeAll, err := cudaCases(ctx, p)
@@ -66,7 +52,7 @@ func TestCUDALadder(t *testing.T) {
 // TestCUDANaNPropagates puts a NaN in A: every variant must produce NaN in
 // exactly the rows of C that the reference has NaN in.
 func TestCUDANaNPropagates(t *testing.T) {
-	ctx := cudaContext(t)
+	ctx := cudatest.Context(t)
 	s := Shape{M: 130, N: 70, K: 33}
 	p, _ := NewProblem(s, 5)
 	p.A[2*s.K+7] = float32(math.NaN())
@@ -83,7 +69,7 @@ func TestCUDANaNPropagates(t *testing.T) {
 }
 
 func TestAutotuneCaches(t *testing.T) {
-	ctx := cudaContext(t)
+	ctx := cudatest.Context(t)
 	t.Setenv("GPULAB_CACHE_DIR", t.TempDir())
 	s := Shape{M: 512, N: 512, K: 512}
 	first, err := Autotune(ctx, s)

@@ -418,6 +418,11 @@ func (r *run) denseWorkspace(rows, cols int, numeric bool) (*dense, error) {
 	return d, err
 }
 
+// grid launches one 1024-thread block per workspace slot.
+func (d *dense) grid() cuda.LaunchConfig {
+	return cuda.LaunchConfig{Grid: cuda.Dim3{X: d.slots}, Block: cuda.Dim3{X: 1024}}
+}
+
 func (r *run) free(d *dense) {
 	r.mem.release(d.bitmaps)
 	if d.values != nil {
@@ -569,7 +574,7 @@ func (r *run) rowPerBlock(a, b cuda.CSR, c *cuda.CSR) error {
 	}
 	args := append([]any{cuda.DevicePtr(0), a.Rows}, rowArgs(a, b, true)...)
 	args = append(args, ws.bitmaps, ws.words, ws.values, b.Cols, offsets, col, val, count)
-	if err := r.launch("dense_numeric", cuda.LaunchConfig{Grid: cuda.Dim3{X: ws.slots}, Block: cuda.Dim3{X: 1024}}, args...); err != nil {
+	if err := r.launch("dense_numeric", ws.grid(), args...); err != nil {
 		return err
 	}
 	if err := r.done("numeric (dense)", a.Rows); err != nil {
@@ -589,9 +594,8 @@ func (r *run) twoPhase(a, b cuda.CSR, c *cuda.CSR) error {
 	if err != nil {
 		return err
 	}
-	grid := cuda.LaunchConfig{Grid: cuda.Dim3{X: ws.slots}, Block: cuda.Dim3{X: 1024}}
 	args := append([]any{cuda.DevicePtr(0), a.Rows}, rowArgs(a, b, false)...)
-	if err := r.launch("dense_symbolic", grid, append(args, ws.bitmaps, ws.words, nnz)...); err != nil {
+	if err := r.launch("dense_symbolic", ws.grid(), append(args, ws.bitmaps, ws.words, nnz)...); err != nil {
 		return err
 	}
 	if err := r.done("symbolic (dense)", a.Rows); err != nil {
@@ -606,7 +610,9 @@ func (r *run) twoPhase(a, b cuda.CSR, c *cuda.CSR) error {
 	}
 	args = append([]any{cuda.DevicePtr(0), a.Rows}, rowArgs(a, b, true)...)
 	args = append(args, ws.bitmaps, ws.words, ws.values, b.Cols, c.RowPtr, c.ColIdx, c.Val, cuda.DevicePtr(0))
-	if err := r.launch("dense_numeric", grid, args...); err != nil {
+	// The numeric workspace's own grid: its slot count comes from the
+	// numeric kernel's occupancy, which may differ from the symbolic one's.
+	if err := r.launch("dense_numeric", ws.grid(), args...); err != nil {
 		return err
 	}
 	r.free(ws)
@@ -824,7 +830,7 @@ func (r *run) outerProduct(a, b cuda.CSR, c *cuda.CSR) error {
 		}
 		defer r.free(ws)
 		args := append(append([]any{rows, n}, src...), ws.bitmaps, ws.words, ws.values, b.Cols)
-		return r.launch("dense_numeric", cuda.LaunchConfig{Grid: cuda.Dim3{X: ws.slots}, Block: cuda.Dim3{X: 1024}}, append(args, out...)...)
+		return r.launch("dense_numeric", ws.grid(), append(args, out...)...)
 	})
 	if err != nil {
 		return err

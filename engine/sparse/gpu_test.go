@@ -5,21 +5,8 @@ import (
 	"testing"
 
 	"gpulab/engine/cuda"
+	"gpulab/engine/cuda/cudatest"
 )
-
-// cudaContext returns device 0, or skips the test with the reason CUDA is unavailable.
-func cudaContext(t *testing.T) *cuda.Context {
-	t.Helper()
-	n, err := cuda.DeviceCount()
-	if err != nil || n == 0 {
-		t.Skipf("no CUDA device: %v", err)
-	}
-	ctx, err := cuda.NewContext(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ctx
-}
 
 // gpuCases are the products every GPU SpGEMM must get right: square and
 // rectangular, sizes that are not multiples of any tile, empty rows, rows
@@ -80,7 +67,7 @@ func gpuCases(t *testing.T) []struct {
 // TestGPUSpGEMM checks every step of the ladder, and cuSPARSE, against CPU
 // Gustavson: identical structure, values within float32 rounding.
 func TestGPUSpGEMM(t *testing.T) {
-	ctx := cudaContext(t)
+	ctx := cudatest.Context(t)
 	g := NewGPUSpGEMM(ctx)
 	defer g.Close()
 	sp, err := ctx.NewSparse(nil)
@@ -150,7 +137,7 @@ func describeMismatch(got, want *CSR) string {
 }
 
 func TestGPUSpGEMMRejects(t *testing.T) {
-	ctx := cudaContext(t)
+	ctx := cudatest.Context(t)
 	g := NewGPUSpGEMM(ctx)
 	defer g.Close()
 	a, _ := UploadCSR(ctx, Uniform(50, 3, 1))

@@ -3,7 +3,6 @@ package sqfd
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -40,22 +39,11 @@ type SigSpec struct{ N, K, CMin, CMax int }
 // ParseSigSpec reads "sigs:n=N[,k=K][,cmin=C][,cmax=C]".
 func ParseSigSpec(s string) (SigSpec, error) {
 	sp := SigSpec{K: 10, CMin: 10, CMax: 40}
-	rest, ok := strings.CutPrefix(strings.TrimSpace(s), "sigs:")
-	if !ok {
+	if !strings.HasPrefix(strings.TrimSpace(s), "sigs:") {
 		return sp, fmt.Errorf("sqfd: size %q: want sigs:n=N[,k=K][,cmin=C][,cmax=C]", s)
 	}
-	fields := map[string]*int{"n": &sp.N, "k": &sp.K, "cmin": &sp.CMin, "cmax": &sp.CMax}
-	for kv := range strings.SplitSeq(rest, ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		p, ok := fields[strings.TrimSpace(k)]
-		if !ok {
-			return sp, fmt.Errorf("sqfd: size %q: unknown field %q (have n, k, cmin, cmax)", s, k)
-		}
-		x, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil {
-			return sp, fmt.Errorf("sqfd: size %q: %s = %q is not a count", s, k, v)
-		}
-		*p = x
+	if err := bench.ParseFields(s, "sigs:", map[string]*int{"n": &sp.N, "k": &sp.K, "cmin": &sp.CMin, "cmax": &sp.CMax}); err != nil {
+		return sp, fmt.Errorf("sqfd: %w", err)
 	}
 	if sp.N <= 0 || sp.K <= 0 || sp.K > sp.N {
 		return sp, fmt.Errorf("sqfd: size %q: need 0 < k <= n", s)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -47,22 +46,11 @@ type Spec struct{ N, D, K, Iters, Batch int }
 // ParseSpec reads "blobs:n=N,d=D,k=K[,iters=I][,batch=B]".
 func ParseSpec(s string) (Spec, error) {
 	sp := Spec{Iters: 10}
-	rest, ok := strings.CutPrefix(strings.TrimSpace(s), "blobs:")
-	if !ok {
+	if !strings.HasPrefix(strings.TrimSpace(s), "blobs:") {
 		return sp, fmt.Errorf("kmeans: size %q: want blobs:n=N,d=D,k=K[,iters=I][,batch=B]", s)
 	}
-	fields := map[string]*int{"n": &sp.N, "d": &sp.D, "k": &sp.K, "iters": &sp.Iters, "batch": &sp.Batch}
-	for kv := range strings.SplitSeq(rest, ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		p, ok := fields[strings.TrimSpace(k)]
-		if !ok {
-			return sp, fmt.Errorf("kmeans: size %q: unknown field %q (have n, d, k, iters, batch)", s, k)
-		}
-		x, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || x < 0 {
-			return sp, fmt.Errorf("kmeans: size %q: %s = %q is not a count", s, k, v)
-		}
-		*p = x
+	if err := bench.ParseFields(s, "blobs:", map[string]*int{"n": &sp.N, "d": &sp.D, "k": &sp.K, "iters": &sp.Iters, "batch": &sp.Batch}); err != nil {
+		return sp, fmt.Errorf("kmeans: %w", err)
 	}
 	if sp.N <= 0 || sp.D <= 0 || sp.K <= 0 || sp.Iters <= 0 {
 		return sp, fmt.Errorf("kmeans: size %q: n, d, k and iters must be positive", s)

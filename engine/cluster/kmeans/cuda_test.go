@@ -2,25 +2,11 @@ package kmeans
 
 import (
 	"fmt"
+	"gpulab/engine/cuda/cudatest"
 	"math"
 	"strings"
 	"testing"
-
-	"gpulab/engine/cuda"
 )
-
-func cudaContext(t *testing.T) *cuda.Context {
-	t.Helper()
-	n, err := cuda.DeviceCount()
-	if err != nil || n == 0 {
-		t.Skipf("no CUDA device: %v", err)
-	}
-	ctx, err := cuda.NewContext(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ctx
-}
 
 // agree checks a GPU run against the CPU reference from the same initial
 // centers. The first assignment, from identical centers, must give the same
@@ -62,7 +48,7 @@ func agree(t *testing.T, name string, x *Matrix, g *GPU, init []float32, got, wa
 // batches, on shapes that are multiples of nothing: N = 3001, D = 100 (float4
 // loads) and 37 (scalar loads), K = 7 and 40 (two GEMM center tiles).
 func TestGPUVariants(t *testing.T) {
-	ctx := cudaContext(t)
+	ctx := cudatest.Context(t)
 	for _, shape := range []struct{ n, d, k int }{{3001, 100, 7}, {3001, 37, 40}, {700, 1536, 25}} {
 		x, _ := blobs(t, shape.n, shape.d, shape.k, 11)
 		init, err := initialCenters(x, Config{K: shape.k, Seed: 5})
@@ -100,7 +86,7 @@ func TestGPUVariants(t *testing.T) {
 }
 
 func TestGPUBadInput(t *testing.T) {
-	ctx := cudaContext(t)
+	ctx := cudatest.Context(t)
 	x, _ := blobs(t, 100, 8, 3, 1)
 	for _, tc := range []struct {
 		opt  GPUOptions

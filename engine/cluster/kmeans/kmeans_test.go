@@ -2,6 +2,7 @@ package kmeans
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,21 +37,9 @@ func TestLloydByHand(t *testing.T) {
 	if len(r.History) != 2 || r.History[0] != 2 || r.History[1] != 1 {
 		t.Errorf("history %v, want [2 1]", r.History)
 	}
-	if want := []int32{0, 0, 1, 1}; !equal(r.Labels, want) || r.Sizes[0] != 2 || r.Sizes[1] != 2 {
+	if want := []int32{0, 0, 1, 1}; !slices.Equal(r.Labels, want) || r.Sizes[0] != 2 || r.Sizes[1] != 2 {
 		t.Errorf("labels %v sizes %v", r.Labels, r.Sizes)
 	}
-}
-
-func equal(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestEmptyCluster: a center far from every point gets none, and restarts
@@ -96,7 +85,7 @@ func TestRecoversBlobs(t *testing.T) {
 			}
 		}
 		again, _ := Fit(x, Config{K: 6, Seed: 3, Init: init, Tol: 1e-6})
-		if !equal(again.Labels, r.Labels) || again.Inertia != r.Inertia {
+		if !slices.Equal(again.Labels, r.Labels) || again.Inertia != r.Inertia {
 			t.Errorf("init %d: the same seed gave a different run", init)
 		}
 	}

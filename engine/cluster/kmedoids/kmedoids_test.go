@@ -2,6 +2,7 @@ package kmedoids
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,7 +29,7 @@ func TestByHand(t *testing.T) {
 	if r.Medoids[0] != 1 || r.Medoids[1] != 4 || r.Cost != 5 {
 		t.Errorf("medoids %v cost %g, want [1 4] and 5 (history %v)", r.Medoids, r.Cost, r.History)
 	}
-	if want := []int32{0, 0, 0, 1, 1, 1}; !equal(r.Labels, want) {
+	if want := []int32{0, 0, 0, 1, 1, 1}; !slices.Equal(r.Labels, want) {
 		t.Errorf("labels %v", r.Labels)
 	}
 	for i := 1; i < len(r.History); i++ {
@@ -38,21 +39,9 @@ func TestByHand(t *testing.T) {
 	}
 }
 
-func equal(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestClusters(t *testing.T) {
 	list, off := Clusters([]int32{1, 0, 1, 2, 0}, 3)
-	if want := []int32{1, 4, 0, 2, 3}; !equal(list, want) || !equal(off, []int32{0, 2, 4, 5}) {
+	if want := []int32{1, 4, 0, 2, 3}; !slices.Equal(list, want) || !slices.Equal(off, []int32{0, 2, 4, 5}) {
 		t.Errorf("list %v offsets %v", list, off)
 	}
 }
@@ -72,7 +61,7 @@ func TestSeparated(t *testing.T) {
 			t.Fatal(err)
 		}
 		again, _ := Fit(x, Config{K: 3, Seed: 4, Init: init})
-		if !equal(r.Labels, again.Labels) {
+		if !slices.Equal(r.Labels, again.Labels) {
 			t.Errorf("init %d: the same seed gave another run", init)
 		}
 		if init == PlusPlus {
