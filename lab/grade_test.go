@@ -134,3 +134,20 @@ func TestGradeGo(t *testing.T) {
 		}
 	}
 }
+
+func TestGradeUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"grade", "--exercise", "nope", "x.cl"}, `no exercise "nope"`},
+		{[]string{"grade", "--exercise", "gemm/tiled"}, "no submissions given"},
+		{[]string{"grade", "--exercise", "gemm/tiled", "no/such/dir"}, "no/such/dir"},
+		{[]string{"exercise-fill", "x.ipynb"}, "--out is required"},
+		{[]string{"exercise-fill", "no/such.ipynb", "--out", "o.ipynb"}, "no/such.ipynb"},
+	} {
+		if code, _, errs := lab(tc.args...); code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("lab %v: exit %d, %q; want %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
