@@ -56,7 +56,7 @@ func kmeansCmd(args []string, stdout, stderr io.Writer) error {
 	iters := fs.Int("iters", 100, "Lloyd iterations at most")
 	tol := fs.Float64("tol", 0, "stop when the inertia changes by less than this, relatively (0: run --iters)")
 	device := fs.String("device", "cpu", "cpu or cuda:N")
-	variant := fs.String("variant", "fused", fmt.Sprintf("GPU variant: %v", kmeans.Variants))
+	variant := fs.String("variant", "tensor_3xtf32", fmt.Sprintf("GPU variant: %v", kmeans.Variants))
 	batch := fs.Int("stream-batch", 0, "GPU: stream X in batches of this many rows (0: resident when it fits)")
 	out := fs.String("out", "", "directory for labels.npy (int32) and centers.npy (float32)")
 	asJSON := fs.Bool("json", false, "print a JSON summary")

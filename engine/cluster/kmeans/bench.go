@@ -29,7 +29,7 @@ import (
 func init() {
 	bench.Register(bench.Suite{
 		Name: "kmeans",
-		Doc:  "Lloyd's k-means on Gaussian blobs: CPU reference; CUDA assignment ladder (naive, chunked, block per point, GEMM+argmin) and updates (atomic, sorted, fused); ms per iteration",
+		Doc:  "Lloyd's k-means on Gaussian blobs: CPU reference; CUDA assignment ladder (naive, chunked, block per point, GEMM+argmin) and updates (atomic, sorted, fused, shared-memory); ms per iteration",
 		Sizes: func(dev engine.Info) []string {
 			if dev.Kind == engine.CUDA {
 				return []string{"blobs:n=1000000,d=1536,k=25,iters=10", "blobs:n=1000000,d=1536,k=25,iters=10,batch=131072"}
@@ -140,6 +140,13 @@ func cases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 			got = r
 			st := g.Stats()
 			c.Params["inertia"], c.Params["resident"] = r.Inertia, st.Resident
+			if len(st.Phases) > 0 { // where a resident iteration's time goes
+				phases := map[string]float64{}
+				for _, ph := range st.Phases {
+					phases[ph.Name] = float64(ph.Time) / float64(time.Millisecond)
+				}
+				c.Params["phases_ms"] = phases
+			}
 			if !small && v == "block_per_point" {
 				ref = r
 			}

@@ -16,14 +16,17 @@ import (
 //	gemm_atomic      04 GEMM with fused argmin      + 05 atomic update
 //	gemm_sorted      04 GEMM with fused argmin      + 06 sorted update
 //	fused            07 GEMM, argmin and partial sums in one kernel
+//	gemm_pipelined   08 GEMM with a cp.async pipeline + 09 shared-memory update
+//	tensor_3xtf32    10 the same on tensor cores (3xTF32) + 09 shared-memory update
 //
-// The first four compare assignments under one update; the last three
-// compare updates under one assignment.
-var Variants = []string{"naive", "chunked", "block_per_point", "gemm_atomic", "gemm_sorted", "fused"}
+// The first four compare assignments under one update; gemm_atomic,
+// gemm_sorted and fused compare updates under one assignment; the last two
+// pair the fastest update with the GEMM on FP32 lanes and on tensor cores.
+var Variants = []string{"naive", "chunked", "block_per_point", "gemm_atomic", "gemm_sorted", "fused", "gemm_pipelined", "tensor_3xtf32"}
 
 // GPUOptions configures FitCUDA.
 type GPUOptions struct {
-	Variant string // one of Variants (default "fused")
+	Variant string // one of Variants (default "tensor_3xtf32")
 	TPB     int    // threads per block of the naive, chunked and block_per_point kernels (default 256)
 	// Batch, if > 0, streams X from pinned host memory in batches of this
 	// many rows through two device buffers on two streams, even when X
@@ -161,6 +164,7 @@ type gpuPass struct {
 	x        [2]*cuda.Buffer // X (resident: x[0] holds all of it) or the two batch buffers
 	centers  *cuda.Buffer
 	cn       *cuda.Buffer
+	xn       *cuda.Buffer // steps 08 and 10: |x|² of every point, computed once (resident) or per batch
 	lab      *cuda.Buffer
 	dist     *cuda.Buffer
 	sums     *cuda.Buffer
@@ -183,7 +187,7 @@ type phaseMark struct {
 func newGPUPass(ctx *cuda.Context, data Data, k int, opt GPUOptions) (p *gpuPass, err error) {
 	n, d := data.Dims()
 	if opt.Variant == "" {
-		opt.Variant = "fused"
+		opt.Variant = "tensor_3xtf32"
 	}
 	if opt.TPB == 0 {
 		opt.TPB = 256
@@ -223,7 +227,14 @@ func newGPUPass(ctx *cuda.Context, data Data, k int, opt GPUOptions) (p *gpuPass
 	p.centers, p.cn, p.sums = alloc(4*kd), alloc(4*max(k, 32)), alloc(4*kd)
 	p.counts, p.inertia = alloc(4*k), alloc(8)
 	p.lab, p.dist = alloc(4*n), alloc(4*n)
-	if opt.Variant != "gemm_atomic" && opt.Variant != "fused" {
+	switch opt.Variant {
+	case "gemm_pipelined", "tensor_3xtf32":
+		if 2*4*32*k > ctx.Properties().SharedPerBlockOptin {
+			return nil, fmt.Errorf("kmeans: %s keeps 2×K×32 floats in shared memory; K = %d is too large for %s (use gemm_sorted)", opt.Variant, k, ctx.ID())
+		}
+		p.xn = alloc(4 * n)
+	case "gemm_atomic", "fused":
+	default:
 		p.order = alloc(4 * n)
 	}
 	for s := range 2 {
@@ -259,7 +270,13 @@ func newGPUPass(ctx *cuda.Context, data Data, k int, opt GPUOptions) (p *gpuPass
 		if p.x[0] = alloc(int(xBytes)); err != nil {
 			return nil, err
 		}
-		return p, p.uploadResident()
+		if err := p.uploadResident(); err != nil {
+			return nil, err
+		}
+		if p.xn != nil { // X never changes: its norms are computed once
+			return p, p.rowNorms(p.x[0].Ptr(), 0, n, nil)
+		}
+		return p, nil
 	}
 	batch := opt.Batch
 	if fits := int(int64(free) * 8 / 10 / int64(2*rowBytes)); batch == 0 || batch > fits {
@@ -340,7 +357,17 @@ func (p *gpuPass) function(file, name string) (*cuda.Function, error) {
 		if err != nil {
 			return nil, err
 		}
-		mod, err = p.ctx.Compile(cuda.Source{Name: "kmeans/" + file + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers()})
+		var opts []string
+		switch file { // specialized for this K and D
+		case "08_gemm_pipelined":
+			opts = []string{fmt.Sprintf("-DKT=%d", p.centerTile(4)/4)}
+		case "10_tensor_3xtf32":
+			opts = []string{fmt.Sprintf("-DNT=%d", p.centerTile(8)/8)}
+		}
+		if opts != nil {
+			opts = append(opts, fmt.Sprintf("-DVEC=%d", boolInt(p.d%4 == 0)), fmt.Sprintf("-DBK=%d", pipelineBK), fmt.Sprintf("-DSTAGES=%d", pipelineStages))
+		}
+		mod, err = p.ctx.Compile(cuda.Source{Name: "kmeans/" + file + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers(), Options: opts})
 		if err != nil {
 			return nil, err
 		}
@@ -369,8 +396,63 @@ func (p *gpuPass) assignFile() string {
 		return "03_block_per_point"
 	case "fused":
 		return "07_fused"
+	case "gemm_pipelined":
+		return "08_gemm_pipelined"
+	case "tensor_3xtf32":
+		return "10_tensor_3xtf32"
 	}
 	return "04_gemm_argmin"
+}
+
+// centerTile is the center tile of steps 08 and 10: a multiple of unit, at
+// most 32, such that the fewest tiles cover K with the least padding. K = 25:
+// 28 centers for step 08 (unit 4), 32 for step 10 (unit 8).
+func (p *gpuPass) centerTile(unit int) int {
+	tiles := (p.k + 31) / 32
+	return unit * ((p.k + unit*tiles - 1) / (unit * tiles))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// The tile pipeline of steps 08 and 10 (kernels/cuda/kmeans/pipeline.cuh):
+// 512 points per block, and stages of BK dimensions, each holding a row of
+// BK+4 floats for each point and center of the tile.
+const pipelineBM, pipelineBK, pipelineStages = 512, 32, 2
+
+// rowNorms computes |x|² of rows [start, start+m), held in x, into xn.
+func (p *gpuPass) rowNorms(x cuda.DevicePtr, start, m int, s *cuda.Stream) error {
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: (m + 7) / 8}, Block: cuda.Dim3{X: 256}, Stream: s}
+	return p.launch(p.assignFile(), "row_norms", cfg, x, m, p.d, at(p.xn, 4*start))
+}
+
+// updateAtomic launches step 05 on rows [start, start+m), held in x.
+func (p *gpuPass) updateAtomic(x cuda.DevicePtr, start, m int, s *cuda.Stream) error {
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: min(65535*4, (m*p.d+255)/256)}, Block: cuda.Dim3{X: 256}, Stream: s}
+	return p.launch("05_update_atomic", "update_atomic", cfg, x, at(p.lab, 4*start), m, p.d, p.sums)
+}
+
+// updateShared launches step 09: blocks of up to 256 dimensions (fewer
+// when K is large, so that the two K-row tables fit in 96 KiB; at least 32),
+// and rows split so that the grid is one wave of as many blocks per SM as
+// fit (at most 8).
+func (p *gpuPass) updateShared(x cuda.DevicePtr, start, m int, s *cuda.Stream) error {
+	d, k := p.d, p.k
+	threads := 256
+	for threads > 32 && 2*k*threads*4 > 96<<10 {
+		threads /= 2
+	}
+	smem := 2 * k * threads * 4 // the sums and the centers, K × threads each
+	gx := (d + threads - 1) / threads
+	perSM := min(8, p.ctx.Properties().SharedPerSM/(smem+1024))
+	gy := max(1, perSM*p.ctx.Properties().SMs/gx)
+	rows := ((m+gy-1)/gy + 7) / 8 * 8
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: (m + rows - 1) / rows}, Block: cuda.Dim3{X: threads}, SharedMem: smem, Stream: s}
+	return p.launch("09_update_shared", "update_shared", cfg, x, at(p.lab, 4*start), p.centers, m, d, k, rows, p.sums, p.inertia)
 }
 
 func at(b *cuda.Buffer, byteOffset int) cuda.DevicePtr { return b.Ptr() + cuda.DevicePtr(byteOffset) }
@@ -401,6 +483,18 @@ func (p *gpuPass) batchPass(x cuda.DevicePtr, start, m int, s *cuda.Stream, si i
 		err = p.launch("04_gemm_argmin", "assign_gemm", grid((m+255)/256, 256, 0), x, p.centers, p.cn, m, d, k, lab, dist)
 	case "fused":
 		err = p.launch("07_fused", "assign_fused", grid(min(p.blocks, (m+255)/256), 256, 4*k), x, p.centers, p.cn, m, d, k, lab, dist, p.partial[si])
+	case "gemm_pipelined", "tensor_3xtf32":
+		if !p.stats.Resident { // a new batch: its norms
+			if err := p.rowNorms(x, start, m, s); err != nil {
+				return err
+			}
+		}
+		name, unit := "assign_pipelined", 4
+		if p.opt.Variant == "tensor_3xtf32" {
+			name, unit = "assign_3xtf32", 8
+		}
+		smem := pipelineStages * (pipelineBM + p.centerTile(unit)) * (pipelineBK + 4) * 4
+		err = p.launch(p.assignFile(), name, grid((m+pipelineBM-1)/pipelineBM, 256, smem), x, at(p.xn, 4*start), p.centers, p.cn, m, d, k, lab, dist)
 	}
 	if err != nil {
 		return err
@@ -416,7 +510,11 @@ func (p *gpuPass) batchPass(x cuda.DevicePtr, start, m int, s *cuda.Stream, si i
 			return err
 		}
 	}
-	if err := p.launch(p.assignFile(), "inertia_and_counts", grid(min(1024, (m+255)/256), 256, 4*k), dist, lab, m, k, p.inertia, counts); err != nil {
+	inertia := p.inertia.Ptr()
+	if p.xn != nil { // steps 08 and 10: the update measures the inertia exactly
+		inertia = 0
+	}
+	if err := p.launch(p.assignFile(), "inertia_and_counts", grid(min(1024, (m+255)/256), 256, 4*k), dist, lab, m, k, inertia, counts); err != nil {
 		return err
 	}
 	if err := p.mark("counts and inertia", s); err != nil {
@@ -424,9 +522,11 @@ func (p *gpuPass) batchPass(x cuda.DevicePtr, start, m int, s *cuda.Stream, si i
 	}
 	switch p.opt.Variant {
 	case "gemm_atomic":
-		return p.launch("05_update_atomic", "update_atomic", grid(min(65535*4, (m*d+255)/256), 256, 0), x, lab, m, d, p.sums)
+		return p.updateAtomic(x, start, m, s)
 	case "fused":
 		return nil
+	case "gemm_pipelined", "tensor_3xtf32":
+		return p.updateShared(x, start, m, s)
 	}
 	// Sorted: offsets from the batch counts (and add them to the totals),
 	// scatter the batch's point indices, reduce the segments.

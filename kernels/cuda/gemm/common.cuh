@@ -78,3 +78,13 @@ __device__ __forceinline__ void cp_async_wait_all() {
     asm volatile("cp.async.wait_group 0;\n" ::);
 #endif
 }
+
+// cp_async_wait<N> waits until at most N of this thread's committed groups
+// are still in flight: with a pipeline of S stages, N = S - 2 means "the
+// oldest stage has landed".
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}

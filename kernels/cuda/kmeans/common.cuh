@@ -19,8 +19,9 @@ __device__ __forceinline__ float blockSum(float v) {
     return v;
 }
 
-// inertia_and_counts: inertia += sum of dist (double, one atomic per block),
-// counts[k] = points labelled k (a shared-memory histogram per block).
+// inertia_and_counts: inertia += sum of dist (double, one atomic per block;
+// skipped when inertia is null: the update measures it), counts[k] = points
+// labelled k (a shared-memory histogram per block).
 extern "C" __global__ void inertia_and_counts(const float* __restrict__ dist, const int* __restrict__ labels, int n,
                                               int k, double* __restrict__ inertia, int* __restrict__ counts) {
     extern __shared__ int hist[];
@@ -32,7 +33,7 @@ extern "C" __global__ void inertia_and_counts(const float* __restrict__ dist, co
         atomicAdd(&hist[labels[i]], 1);
     }
     s = blockSum(s);
-    if (threadIdx.x == 0) atomicAdd(inertia, (double)s);
+    if (threadIdx.x == 0 && inertia) atomicAdd(inertia, (double)s);
     for (int c = threadIdx.x; c < k; c += blockDim.x)
         if (hist[c]) atomicAdd(&counts[c], hist[c]);
 }
