@@ -3,7 +3,7 @@
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps lab test notebooks notebook gpu-bundle clean
+.PHONY: help deps lab test notebooks notebook gpu-bundle gpu-notebooks clean
 
 help: ## Show the targets
 	@echo "gpulab: learn GPU optimization in Go notebooks. Targets:"
@@ -31,5 +31,8 @@ notebook: ## Execute one notebook: make notebook NB=notebooks/00-devices-and-ban
 gpu-bundle: ## Build .gpu/: static test binaries + lab + run.sh, for a GPU machine without Go
 	@bash scripts/gpu-bundle.sh
 
-clean: ## Remove build outputs (.build, .gpu); keeps the tools in .tools
-	rm -rf .build .gpu
+gpu-notebooks: deps ## Build .gpu-nb/: Go toolchain + gonb + lab + modules, to run notebooks on a GPU machine without Go
+	@bash scripts/gpu-notebooks.sh
+
+clean: ## Remove build outputs (.build, .gpu, .gpu-nb); keeps the tools in .tools
+	rm -rf .build .gpu .gpu-nb

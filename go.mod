@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/ebitengine/purego v0.11.3
 	github.com/go-echarts/go-echarts/v2 v2.6.7
+	github.com/go-zeromq/zmq4 v0.17.0
 	github.com/janpfeifer/gonb v0.10.11
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/image v0.30.0
@@ -23,7 +24,6 @@ require (
 	github.com/fsnotify/fsnotify v1.8.0 // indirect
 	github.com/go-logr/logr v1.4.2 // indirect
 	github.com/go-zeromq/goczmq/v4 v4.2.2 // indirect
-	github.com/go-zeromq/zmq4 v0.17.0 // indirect
 	github.com/gofrs/uuid v4.4.0+incompatible // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/janpfeifer/must v0.2.0 // indirect

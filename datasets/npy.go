@@ -66,6 +66,20 @@ type NPYFile struct {
 // that a truncated or over-long file is reported here and not by a later
 // read. The caller must Close the file.
 func OpenNPY(path string) (*NPYFile, error) {
+	f, err := openNPY(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.shape) > 2 {
+		f.Close()
+		return nil, fileErr(path, "shape %s is %d-d; only 1-D and 2-D arrays are supported", npyShape(f.shape), len(f.shape))
+	}
+	return f, nil
+}
+
+// openNPY is OpenNPY for arrays of any rank from 1 up: Rows is the first
+// dimension and Cols the product of the others.
+func openNPY(path string) (*NPYFile, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("datasets: %w", err)
@@ -169,13 +183,12 @@ func (f *NPYFile) parseHeader(h string) error {
 	if f.shape, err = parsePyShape(d["shape"]); err != nil {
 		return err
 	}
-	switch len(f.shape) {
-	case 1:
-		f.Rows, f.Cols = f.shape[0], 1
-	case 2:
-		f.Rows, f.Cols = f.shape[0], f.shape[1]
-	default:
-		return fmt.Errorf("shape %s is %d-d; only 1-D and 2-D arrays are supported", npyShape(f.shape), len(f.shape))
+	if len(f.shape) == 0 {
+		return fmt.Errorf("shape () is 0-d; want an array of one dimension or more")
+	}
+	f.Rows, f.Cols = f.shape[0], 1
+	for _, d := range f.shape[1:] {
+		f.Cols *= d
 	}
 	return nil
 }
@@ -335,6 +348,39 @@ func ReadNPYFloat32(path string) (data []float32, rows, cols int, err error) {
 		return nil, 0, 0, err
 	}
 	return data, f.Rows, f.Cols, nil
+}
+
+// ReadNPYTensor reads a whole .npy file of float32, float64 or int32 and
+// any rank from 1 up, such as logits [batch, seq, vocab], as row-major
+// float32 data and its shape.
+func ReadNPYTensor(path string) (data []float32, shape []int, err error) {
+	f, err := openNPY(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	data = make([]float32, f.Rows*f.Cols)
+	if err := f.ReadRows(0, f.Rows, data); err != nil {
+		return nil, nil, err
+	}
+	return data, f.shape, nil
+}
+
+// WriteNPYTensor writes data, row-major of the given shape, to path as a
+// '<f4' .npy file, through a temporary file as WriteNPYFloat32 does.
+func WriteNPYTensor(path string, data []float32, shape []int) error {
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			n = -1
+			break
+		}
+		n *= d
+	}
+	if len(shape) == 0 || n != len(data) {
+		return fmt.Errorf("datasets: write %s: len(data) = %d does not fit the shape %v", path, len(data), shape)
+	}
+	return writeNPY(path, "<f4", shape, data)
 }
 
 // ReadNPYInt32 reads a 1-D .npy file of int32 ('<i4'), such as class labels.

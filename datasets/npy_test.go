@@ -214,3 +214,23 @@ func TestNPYErrors(t *testing.T) {
 		t.Errorf("a failed write left %d files", len(entries))
 	}
 }
+
+// TestNPYTensor: a 3-D array round-trips through WriteNPYTensor and
+// ReadNPYTensor, and OpenNPY still refuses it.
+func TestNPYTensor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "logits.npy")
+	data := []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	if err := WriteNPYTensor(path, data, []int{2, 3, 2}); err != nil {
+		t.Fatal(err)
+	}
+	got, shape, err := ReadNPYTensor(path)
+	if err != nil || !slices.Equal(got, data) || !slices.Equal(shape, []int{2, 3, 2}) {
+		t.Errorf("ReadNPYTensor = %v %v %v", got, shape, err)
+	}
+	if _, err := OpenNPY(path); err == nil || !strings.Contains(err.Error(), "shape (2, 3, 2) is 3-d") {
+		t.Errorf("OpenNPY of a 3-D array: %v", err)
+	}
+	if err := WriteNPYTensor(path, data, []int{5, 2}); err == nil || !strings.Contains(err.Error(), "len(data) = 12") {
+		t.Errorf("WriteNPYTensor with a wrong shape: %v", err)
+	}
+}

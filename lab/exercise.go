@@ -49,18 +49,27 @@ func exerciseFillCmd(args []string, stdout, stderr io.Writer) error {
 				continue
 			}
 			e, _ := exercise.Lookup(name)
-			sol, err := e.Solution()
-			if err != nil {
-				return err
-			}
 			filled++
-			if e.Lang == "go" { // the whole cell is the solution
+			if e.IsGo() { // the whole cell is the solution
+				sol, err := e.Flavors[0].Solution()
+				if err != nil {
+					return err
+				}
 				cell["source"] = sol
 				continue
 			}
 			old, err := exercise.Extract(src, name)
 			if err != nil {
 				return fmt.Errorf("%s: %v", path, err)
+			}
+			// The solution in the language of the cell's kernel.
+			f, err := e.Flavor(exercise.Language(old))
+			if err != nil {
+				return fmt.Errorf("%s: the cell marked %s: %v", path, marker, err)
+			}
+			sol, err := f.Solution()
+			if err != nil {
+				return err
 			}
 			cell["source"] = strings.Replace(src, "`"+old+"`", "`"+sol+"`", 1)
 		}

@@ -63,7 +63,7 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 		switch e, _ := exercise.Lookup(*name); {
 		case err != nil:
 			row.Error = err.Error()
-		case e.Lang == "go":
+		case e.IsGo():
 			row.Result = gradeGo(*name, src, *timeout)
 		default:
 			row.Result = gradeOne(self, *name, src, *timeout)
@@ -151,7 +151,7 @@ func submissionSource(path, name string) (string, error) {
 // fromCell is the exercise's code in a marked cell: the backtick string of
 // a kernel exercise, the whole cell of a Go one.
 func fromCell(cell, name string) (string, error) {
-	if e, _ := exercise.Lookup(name); e.Lang == "go" {
+	if e, _ := exercise.Lookup(name); e.IsGo() {
 		return cell, nil
 	}
 	return exercise.Extract(cell, name)

@@ -19,17 +19,28 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// solution is the reference solution of an exercise in lang.
+func solution(t *testing.T, name, lang string) string {
+	t.Helper()
+	e, err := exercise.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.Flavor(lang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := f.Solution()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
 // TestGrade grades a folder with one correct, one wrong, one non-compiling
 // and one endless submission, on the best OpenCL device (PoCL in CI).
 func TestGrade(t *testing.T) {
-	e, err := exercise.Lookup("gemm/tiled")
-	if err != nil {
-		t.Fatal(err)
-	}
-	good, err := e.Solution()
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := solution(t, "gemm/tiled", exercise.LangOpenCL)
 	head := "__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))\nvoid gemm(const int M, const int N, const int K, const __global float* A, const __global float* B, __global float* C) {\n"
 	dir := t.TempDir()
 	subs := map[string]string{
@@ -74,27 +85,51 @@ func TestGrade(t *testing.T) {
 	}
 }
 
-// TestExerciseFill: the committed exercise notebook fails its check with
-// the TODO in, and the filled copy carries the reference solution.
+// TestExerciseFill: every committed exercise notebook fails its check with
+// the TODO in, and its filled copy carries the reference solution in the
+// language of its cell.
 func TestExerciseFill(t *testing.T) {
-	nb := filepath.Join("..", "notebooks", "exercises", "gemm-tiled.ipynb")
-	src, err := submissionSource(nb, "gemm/tiled")
-	if err != nil {
-		t.Fatal(err)
+	notebooks, _ := filepath.Glob(filepath.Join("..", "notebooks", "exercises", "*.ipynb"))
+	if len(notebooks) < 7 {
+		t.Fatalf("exercise notebooks: %v", notebooks)
 	}
-	if r := exercise.Run("gemm/tiled", src); r.Correct || !strings.Contains(r.Error, "TODO") {
-		t.Errorf("the TODO cell passed: %+v", r)
+	for _, nb := range notebooks {
+		t.Run(filepath.Base(nb), func(t *testing.T) {
+			data, _ := os.ReadFile(nb)
+			var name string
+			for _, n := range exercise.Names() {
+				if strings.Contains(string(data), "// EXERCISE "+n) {
+					name = n
+				}
+			}
+			e, err := exercise.Lookup(name)
+			if err != nil {
+				t.Fatalf("no exercise marker: %v", err)
+			}
+			src, err := submissionSource(nb, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lang := exercise.Language(src)
+			if e.IsGo() {
+				lang = exercise.LangGo
+			} else if r := exercise.Run(name, src); r.Correct || !strings.Contains(r.Error, "TODO") {
+				t.Errorf("the TODO cell passed: %+v", r)
+			}
+			if !strings.Contains(src, "TODO") {
+				t.Errorf("the committed cell has no TODO:\n%s", src)
+			}
+			out := filepath.Join(t.TempDir(), "filled.ipynb")
+			if code, _, errs := lab("exercise-fill", nb, "--out", out); code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			filled, err := submissionSource(out, name)
+			if sol := solution(t, name, lang); err != nil || filled != sol {
+				t.Errorf("filled cell is not the %s reference solution (%v):\n%s", lang, err, filled)
+			}
+		})
 	}
 	out := filepath.Join(t.TempDir(), "filled.ipynb")
-	if code, _, errs := lab("exercise-fill", nb, "--out", out); code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	filled, err := submissionSource(out, "gemm/tiled")
-	e, _ := exercise.Lookup("gemm/tiled")
-	sol, _ := e.Solution()
-	if err != nil || filled != sol {
-		t.Errorf("filled cell is not the reference solution (%v)", err)
-	}
 	if code, _, errs := lab("exercise-fill", filepath.Join("..", "notebooks", "00-devices-and-bandwidth.ipynb"), "--out", out); code == 0 || !strings.Contains(errs, "no cell marked // EXERCISE") {
 		t.Errorf("a notebook without an exercise: exit %d, %s", code, errs)
 	}
@@ -108,8 +143,7 @@ func TestGradeGo(t *testing.T) {
 	}
 	root, _ := filepath.Abs("..")
 	t.Setenv("GPULAB_ROOT", root)
-	e, _ := exercise.Lookup("sparse/gustavson")
-	good, _ := e.Solution()
+	good := solution(t, "sparse/gustavson", exercise.LangGo)
 	head := "// EXERCISE sparse/gustavson: complete the function.\nfunc Gustavson(a, b *sparse.CSR) (*sparse.CSR, error) {\n"
 	dir := t.TempDir()
 	for name, src := range map[string]string{

@@ -31,8 +31,10 @@ Usage:
   lab sparse fetch Group/Name           download a SuiteSparse matrix (cached); print its path
   lab sparse phases MATRIX              GPU time of each phase of the SpGEMM steps (lab sparse help)
   lab grade --exercise NAME SUBMISSIONS...   grade exercise submissions (notebooks or sources); CSV and Markdown
+  lab nbrun NOTEBOOK... [--out DIR]     execute notebooks with the GoNB kernel, no Python (lab nbrun --help)
   lab kmeans --data X.npy --k K ...     k-means on your data; writes labels.npy, centers.npy (lab kmeans --help)
   lab sqfd --pairs P.json --sim S --alpha A   SQFD of signature pairs, printed as JSON (lab sqfd --help)
+  lab lfm2 run|logits|bench --model DIR ...   LFM2 inference: generate, logits, prefill/decode speed (lab lfm2 help)
 
 Device ids select a device everywhere: cpu, opencl:P:D, cuda:N.
 `
@@ -68,8 +70,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = gradeOneCmd(args[1:], stdout, stderr)
 	case "exercise-fill": // make test: an exercise notebook with the reference solution
 		err = exerciseFillCmd(args[1:], stdout, stderr)
+	case "nbrun":
+		err = nbrunCmd(args[1:], stdout, stderr)
 	case "sqfd":
 		err = sqfdCmd(args[1:], stdout, stderr)
+	case "lfm2":
+		err = lfm2Cmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

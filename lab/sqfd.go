@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"gpulab/engine"
 	"gpulab/engine/cpu"
 	"gpulab/engine/sqfd"
 )
@@ -26,9 +28,9 @@ func sqfdCmd(args []string, stdout, stderr io.Writer) error {
 	pairs := fs.String("pairs", "", `a JSON array of signature pairs {"c1": [[f...]...], "w1": [...], "c2": [[f...]...], "w2": [...]}`)
 	simName := fs.String("sim", "gaussian", "similarity: gaussian exp(-alpha·d²) or heuristic 1/(alpha+d)")
 	alpha := fs.Float64("alpha", 1, "the similarity's alpha (> 0)")
-	device := fs.String("device", "cpu", "cpu (GPU kernels come with the k-medoids work)")
+	device := fs.String("device", "cpu", "cpu, or cuda:N for the GPU kernel that k-medoids uses for self-similarities (cross_pairs)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab sqfd --pairs FILE.json [--sim gaussian|heuristic] [--alpha A] [--device cpu]")
+		fmt.Fprintln(stderr, "usage: lab sqfd --pairs FILE.json [--sim gaussian|heuristic] [--alpha A] [--device cpu|cuda:N]")
 		fmt.Fprintln(stderr, "prints the Signature Quadratic Form Distance of each pair as a JSON array; weights are used as given")
 		fs.PrintDefaults()
 	}
@@ -39,8 +41,8 @@ func sqfdCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return usageError{fmt.Errorf("--pairs is required, and nothing else")}
 	}
-	if *device != "cpu" {
-		return usageError{fmt.Errorf("lab sqfd runs on the CPU for now; GPU kernels come with the k-medoids work")}
+	if *device != "cpu" && !strings.HasPrefix(*device, "cuda:") {
+		return usageError{fmt.Errorf("lab sqfd runs on cpu or cuda:N, not %s", *device)}
 	}
 	sim, err := sqfd.ParseSimilarity(*simName)
 	if err != nil {
@@ -50,10 +52,36 @@ func sqfdCmd(args []string, stdout, stderr io.Writer) error {
 	if err := k.Validate(); err != nil {
 		return usageError{err}
 	}
+	var dev *engine.Device
+	if *device != "cpu" {
+		if dev, err = engine.Open(*device); err != nil {
+			return usageError{err}
+		}
+		defer dev.Close()
+	}
 	sigs, dims, err := readPairs(*pairs)
 	if err != nil {
 		return err
 	}
+	var dist []float64
+	if dev == nil {
+		dist, err = cpuPairs(sigs, dims, k)
+	} else {
+		dist, err = gpuPairs(dev, sigs, dims, k)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", *pairs, err)
+	}
+	out, err := json.Marshal(dist)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", out)
+	return err
+}
+
+// cpuPairs is SQFD of every pair (sigs[2i], sigs[2i+1]) on the CPU.
+func cpuPairs(sigs [][]float32, dims []int, k sqfd.Kernel) ([]float64, error) {
 	dist := make([]float64, len(dims))
 	errs := make([]error, len(dims))
 	cpu.Parallel(len(dims), 1, func(lo, hi int) {
@@ -63,15 +91,34 @@ func sqfdCmd(args []string, stdout, stderr io.Writer) error {
 	})
 	for i, err := range errs {
 		if err != nil {
-			return fmt.Errorf("%s: pair %d: %v", *pairs, i, err)
+			return nil, fmt.Errorf("pair %d: %v", i, err)
 		}
 	}
-	out, err := json.Marshal(dist)
-	if err != nil {
-		return err
+	return dist, nil
+}
+
+// gpuPairs is SQFD of every pair on a CUDA device, one launch per feature
+// count.
+func gpuPairs(dev *engine.Device, sigs [][]float32, dims []int, k sqfd.Kernel) ([]float64, error) {
+	dist := make([]float64, len(dims))
+	byDim := map[int][]int{}
+	for i, d := range dims {
+		byDim[d] = append(byDim[d], i)
 	}
-	_, err = fmt.Fprintf(stdout, "%s\n", out)
-	return err
+	for dim, pairs := range byDim {
+		a, b := make([][]float32, len(pairs)), make([][]float32, len(pairs))
+		for j, i := range pairs {
+			a[j], b[j] = sigs[2*i], sigs[2*i+1]
+		}
+		d, err := sqfd.PairDistances(dev.CUDA, a, b, dim, k)
+		if err != nil {
+			return nil, fmt.Errorf("among the pairs of %d features (pairs %v, numbered from 0 here): %w", dim, pairs, err)
+		}
+		for j, i := range pairs {
+			dist[i] = d[j]
+		}
+	}
+	return dist, nil
 }
 
 // readPairs reads a --pairs file into signatures in the datasets layout,

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gpulab/engine/cuda"
+	"gpulab/engine/cuda/cudatest"
 )
 
 // beecks is the worked example of Beecks, Uysal and Seidl (CIVR 2010):
@@ -34,6 +37,25 @@ func TestSqfdBeecks(t *testing.T) {
 	var d []float64
 	if err := json.Unmarshal([]byte(stdout), &d); err != nil || len(d) != 2 || math.Abs(d[0]-0.808) >= 5e-4 || math.Abs(d[1]) > 1e-7 {
 		t.Errorf("printed %s (%v), want [0.808, 0]", stdout, err)
+	}
+}
+
+// TestSqfdBeecksGPU: the same on the GPU's kernel (cross_pairs). The pair of
+// one signature with its centroids reordered is two signatures there, so its
+// distance is float32 rounding near 0, not 0.
+func TestSqfdBeecksGPU(t *testing.T) {
+	cudatest.Context(t)
+	self := `{"c1": [[3, 3], [8, 7]], "w1": [0.5, 0.5], "c2": [[8, 7], [3, 3]], "w2": [0.5, 0.5]}`
+	seven := `{"c1": [[1, 2, 3, 4, 5, 6, 7]], "w1": [1], "c2": [[1, 2, 3, 4, 5, 6, 8]], "w2": [2]}`
+	path := pairsFile(t, "["+beecks+", "+seven+", "+self+"]")
+	code, stdout, errs := lab("sqfd", "--pairs", path, "--sim", "heuristic", "--alpha", "1", "--device", "cuda:0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	// seven: weights 1 and 2 as given; S = 1, 4 and 2·1/(1+1) = 1: √(1 + 4 − 2) = √3.
+	var d []float64
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil || len(d) != 3 || math.Abs(d[0]-0.808) >= 5e-4 || math.Abs(d[1]-math.Sqrt(3)) > 1e-5 || d[2] > 1e-3 {
+		t.Errorf("printed %s (%v), want [0.808, 1.732, 0]", stdout, err)
 	}
 }
 
@@ -67,7 +89,8 @@ func TestSqfdErrors(t *testing.T) {
 		{[]string{"--pairs", path["inf"]}, "pair 0: sqfd: signature b, centroid 0: the weight is +Inf", 1},
 		{[]string{"--pairs", path["object"]}, "want a JSON array of pairs", 1},
 		{[]string{"--pairs", filepath.Join(t.TempDir(), "none.json")}, "none.json", 1},
-		{[]string{"--pairs", path["dim"], "--device", "cuda:0"}, "lab sqfd runs on the CPU for now; GPU kernels come with the k-medoids work", 2},
+		{[]string{"--pairs", path["dim"], "--device", "opencl:0:0"}, "lab sqfd runs on cpu or cuda:N, not opencl:0:0", 2},
+		{[]string{"--pairs", path["dim"], "--device", "cuda:99"}, `unknown device "cuda:99"`, 2},
 		{[]string{"--pairs", path["dim"], "--sim", "cosine"}, `similarity "cosine"`, 2},
 		{[]string{"--pairs", path["dim"], "--alpha", "0"}, "alpha 0", 2},
 		{[]string{"--sim", "gaussian"}, "--pairs is required", 2},
@@ -76,5 +99,21 @@ func TestSqfdErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.want) || stdout != "" {
 			t.Errorf("lab sqfd %v: exit %d, %q%s; want exit %d and %q", tc.args, code, errs, stdout, tc.code, tc.want)
 		}
+	}
+}
+
+// TestBenchAllGPUs: --device all-gpus is the kmedoids suite's, and needs a
+// CUDA device.
+func TestBenchAllGPUs(t *testing.T) {
+	code, _, errs := lab("bench", "copy", "--device", "all-gpus")
+	if code != 2 || !strings.Contains(errs, "--device all-gpus is for the kmedoids suite, not copy") {
+		t.Errorf("bench copy --device all-gpus: exit %d, %q", code, errs)
+	}
+	if n, err := cuda.DeviceCount(); err == nil && n > 0 {
+		return
+	}
+	code, _, errs = lab("bench", "kmedoids", "--device", "all-gpus", "--n", "100", "--k", "3")
+	if code != 2 || !strings.Contains(errs, "--device all-gpus: no CUDA device") {
+		t.Errorf("bench kmedoids --device all-gpus without a GPU: exit %d, %q", code, errs)
 	}
 }

@@ -2,6 +2,7 @@
 # Builds .gpu/, a self-contained bundle to run gpulab's tests on a GPU machine that has no Go:
 #
 #   .gpu/run.sh            runs every test binary (a copy of scripts/gpu-run.sh)
+#   .gpu/gpu-lib.sh        functions run.sh uses: unpacking, NVIDIA's OpenCL (scripts/gpu-lib.sh)
 #   .gpu/bin.tar.xz        the binaries, packed; run.sh unpacks them to:
 #       tests/<import-path>.test   one static test binary per package with tests, the import path's
 #                                  slashes as dashes (gpulab/engine/cuda -> gpulab-engine-cuda.test)
@@ -90,6 +91,7 @@ t0=$(now)
 raw=$(du -sh "$STAGE" | cut -f1)
 tar -C "$STAGE" -cf - . | xz -T1 --lzma2=preset=1,dict=64MiB >"$BUNDLE/bin.tar.xz"
 cp "$GPULAB_ROOT/scripts/gpu-run.sh" "$BUNDLE/run.sh"
+cp "$GPULAB_ROOT/scripts/gpu-lib.sh" "$BUNDLE/gpu-lib.sh"
 chmod +x "$BUNDLE/run.sh"
 log "packed $raw of binaries into $(du -sh "$BUNDLE/bin.tar.xz" | cut -f1) in $(elapsed_since "$t0")"
 

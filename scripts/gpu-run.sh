@@ -22,44 +22,24 @@ ONLY="${ONLY:-.}"
 now() { echo "${EPOCHREALTIME:-$(date +%s)}"; }
 elapsed_since() { awk -v s="$1" -v e="$(now)" 'BEGIN { printf "%.1fs", e - s }'; }
 
+# unpack and gpu_setup (scripts/gpu-lib.sh, copied next to run.sh).
+# shellcheck source=scripts/gpu-lib.sh
+source "$BUNDLE/gpu-lib.sh"
+
 # Unpack the binaries (about a second) into a temporary directory, removed at exit, so that the
 # bundle stays small enough to copy around; with --unpack-only, into DIR (default: the bundle).
-unpack() {
-  if command -v xz >/dev/null 2>&1; then
-    xz -dc "$BUNDLE/bin.tar.xz" | tar -C "$1" -xf -
-  else  # no xz: Python's tarfile reads .tar.xz too
-    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$BUNDLE/bin.tar.xz" "$1"
-  fi || { echo "run.sh: cannot unpack $BUNDLE/bin.tar.xz" >&2; exit 1; }
-}
 if [[ "${1:-}" == --unpack-only ]]; then
   dir="${2:-$BUNDLE}"
   mkdir -p "$dir"
-  unpack "$dir"
+  unpack "$BUNDLE/bin.tar.xz" "$dir"
   echo "unpacked into $dir: lab, tests/*.test"
   exit 0
 fi
 BIN="$(mktemp -d "${TMPDIR:-/tmp}/gpulab-bundle.XXXXXX")"
 trap 'rm -rf "$BIN"' EXIT
-unpack "$BIN"
+unpack "$BUNDLE/bin.tar.xz" "$BIN"
 
-# NVIDIA's OpenCL driver is installed on the GPU machines but not registered with the ICD loader:
-# without this, OpenCL lists only PoCL (the CPU). Only where an NVIDIA driver is loaded.
-vendors=/etc/OpenCL/vendors
-if [[ -e /proc/driver/nvidia/version ]] || command -v nvidia-smi >/dev/null 2>&1; then
-  have_nvidia_driver=1
-else
-  have_nvidia_driver=0
-fi
-if ((have_nvidia_driver)) && [[ -d "$vendors" && -w "$vendors" ]] &&
-   ! grep -qs nvidia "$vendors"/*.icd && ! compgen -G "$vendors/*nvidia*" >/dev/null; then
-  echo libnvidia-opencl.so.1 >"$vendors/nvidia.icd"
-  echo "registered NVIDIA OpenCL: $vendors/nvidia.icd"
-fi
-
-# What we are running on, for the logs.
-command -v nvidia-smi >/dev/null 2>&1 &&
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-command -v clinfo >/dev/null 2>&1 && clinfo -l 2>/dev/null | sed 's/^/opencl: /'
+gpu_setup
 
 if [[ -n "${OUT:-}" ]]; then
   mkdir -p "$OUT"

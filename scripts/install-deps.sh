@@ -2,8 +2,9 @@
 # Installs what gpulab needs to run its notebooks and tests, skipping whatever is already there.
 # Safe to run again and again: when everything is in place it takes about a second.
 #
-#   1. Debian/Ubuntu packages: Jupyter (notebook server, nbconvert, nbclient, ipykernel) and
-#      OpenCL (the PoCL CPU driver, the ICD loader, clinfo). apt-get runs only if one is missing.
+#   1. Debian/Ubuntu packages: Jupyter (the notebook server and ipykernel, for `make lab`; notebooks
+#      are executed headless by `lab nbrun`, without Python) and OpenCL (the PoCL CPU driver, the ICD
+#      loader, clinfo). apt-get runs only if one is missing.
 #   2. Go tools, built into the repo-local, git-ignored .tools/bin:
 #        gonb       the Go Jupyter kernel     (version pinned by go.mod's `tool` line)
 #        goimports  needed by gonb            (version pinned by go.mod: golang.org/x/tools)
@@ -19,7 +20,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 APT_PACKAGES=(
-  jupyter-notebook python3-nbconvert python3-nbclient python3-ipykernel
+  jupyter-notebook python3-ipykernel
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
 )
 GOPLS_VERSION=v0.20.0   # verified with go.mod's Go; v0.24 wants Go 1.27
@@ -94,7 +95,7 @@ download_modules() {
 # --- 4. GoNB kernelspec ---------------------------------------------------------------
 # Jupyter starts kernels with the environment of the notebook server, plus the kernelspec's
 # "env". We add two entries there, so that notebooks work however Jupyter was started
-# (make lab, make test, a bare `jupyter notebook`, VS Code):
+# (make lab, a bare `jupyter notebook`, VS Code; `lab nbrun` starts gonb itself, with the same two):
 #   PATH         .tools/bin and Go first: gonb runs go, goimports and gopls.
 #   GPULAB_ROOT  this checkout: the first cell of every notebook does `go work use "$GPULAB_ROOT"`.
 # jupyter_client (>= 7) expands ${PATH} in kernelspec env values from the server's environment.
@@ -147,8 +148,8 @@ PY
 }
 
 install_apt_packages
-"$PY" -c 'import notebook, nbconvert, nbclient, ipykernel' ||
-  die "$PY cannot import Jupyter (notebook, nbconvert, nbclient, ipykernel)"
+"$PY" -c 'import notebook, ipykernel' ||
+  die "$PY cannot import Jupyter (notebook, ipykernel)"
 install_go_tools
 download_modules
 register_kernel

@@ -4,16 +4,14 @@
 #   scripts/run-notebooks.sh                 # every notebooks/*.ipynb, then notebooks/exercises/*.ipynb
 #   scripts/run-notebooks.sh NB.ipynb ...    # just these
 #
-# Each notebook runs in a fresh gonb kernel through
-#   /usr/bin/python3 -m nbconvert --config scripts/nbconvert_gonb.py --to notebook --execute \
-#     --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=gonb NB \
-#     --output-dir .build/notebooks[/SUBDIR]
-# (NB_TIMEOUT overrides the 900 s per cell.)
+# Each notebook runs in a fresh GoNB kernel through gpulab's own Jupyter client (no Python):
+#   lab nbrun NB --out .build/notebooks[/SUBDIR] --timeout 900s --log .build/notebooks/NAME.kernel.log
+# (NB_TIMEOUT overrides the 900 s per cell; lab is built once into .build/lab.)
 # The committed notebook is never modified: the executed copy goes to the git-ignored .build/notebooks/
-# (mirroring notebooks/ subfolders), and the kernel's log next to it as NAME.log. Exercise notebooks
-# (notebooks/exercises/) run with the reference solution filled into their marked cell.
-# scripts/nbconvert_gonb.py makes panics, os.Exit(n != 0) and failing `!` commands count as
-# cell errors (GoNB itself only reports compile errors).
+# (mirroring notebooks/ subfolders), lab's report to NAME.log and the kernel's log to NAME.kernel.log
+# next to it. Exercise notebooks (notebooks/exercises/) run with the reference solution filled into
+# their marked cell. lab nbrun counts panics, os.Exit(n != 0) and failing `!` commands as cell errors
+# (GoNB itself only reports compile errors).
 #
 # The environment passes through to the notebooks: GPULAB_SIZES=... make test, for example.
 #
@@ -30,7 +28,7 @@
 #                workspace, so cells can `import "gpulab/engine/..."` and use go.mod's versions.
 #   %goworkfix   adds go.mod replace lines for the workspace modules, which gopls/goimports need.
 # GPULAB_ROOT is set by the gonb kernelspec that `make deps` registers (so it works however Jupyter is
-# started) and exported by these scripts too.
+# started), exported by these scripts too, and passed on to the kernel by lab nbrun.
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -59,6 +57,10 @@ if ((${#notebooks[@]} == 0)); then
   exit 0
 fi
 
+LAB="$BUILD_DIR/lab"
+log "building lab into ${LAB#"$GPULAB_ROOT/"}"
+go build -o "$LAB" ./lab
+
 passed=0
 failed=0
 failures=()
@@ -71,7 +73,7 @@ for nb in "${notebooks[@]}"; do
   out_dir="${out_dir%/.}"
   name="$(basename "$nb" .ipynb)"
   mkdir -p "$out_dir"
-  rm -f "$out_dir/$name.ipynb"
+  rm -f "$out_dir/$name.ipynb" "$out_dir/$name.kernel.log"
   log_file="$out_dir/$name.log"
 
   printf '%-50s ' "$rel"
@@ -82,25 +84,21 @@ for nb in "${notebooks[@]}"; do
   if [[ "$rel" == exercises/* ]]; then
     run_nb="$out_dir/.filled/$name.ipynb"
     mkdir -p "$out_dir/.filled"
-    (cd "$GPULAB_ROOT" && go run ./lab exercise-fill "$nb" --out "$run_nb") >"$log_file" 2>&1 || run_nb=""
+    "$LAB" exercise-fill "$nb" --out "$run_nb" >"$log_file" 2>&1 || run_nb=""
   fi
-  if [[ -n "$run_nb" ]] && "$PY" -m nbconvert --config "$GPULAB_ROOT/scripts/nbconvert_gonb.py" \
-      --to notebook --execute \
-      --ExecutePreprocessor.timeout="$TIMEOUT" \
-      --ExecutePreprocessor.kernel_name=gonb \
-      "$run_nb" --output-dir "$out_dir" >>"$log_file" 2>&1; then
+  if [[ -n "$run_nb" ]] && "$LAB" nbrun "$run_nb" --out "$out_dir" --timeout "${TIMEOUT}s" \
+      --log "$out_dir/$name.kernel.log" >>"$log_file" 2>&1; then
     printf 'PASS %8s\n' "$(elapsed_since "$t0")"
     passed=$((passed + 1))
   else
     printf 'FAIL %8s   (log: %s)\n' "$(elapsed_since "$t0")" "${log_file#"$GPULAB_ROOT/"}"
     failed=$((failed + 1))
     failures+=("$rel")
-    # The failing cell, as reported by nbconvert_gonb.py; else (kernel died, timeout...) the log's
-    # tail without GoNB's own log lines.
-    if grep -q 'CellExecutionError: ' "$log_file"; then
-      sed -n '/CellExecutionError: /,$p' "$log_file" | grep -v '^[IWE][0-9]\{4\} ' | sed 's/^/    /'
+    # The failing cell as lab nbrun reports it; else (no report) the log's tail.
+    if grep -q '^FAIL ' "$log_file"; then
+      sed -n '/^FAIL /,$p' "$log_file" | sed 's/^/    /'
     else
-      grep -v '^[IWE][0-9]\{4\} ' "$log_file" | tail -n 40 | sed 's/^/    /'
+      tail -n 40 "$log_file" | sed 's/^/    /'
     fi
   fi
 done

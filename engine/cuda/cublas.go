@@ -160,14 +160,74 @@ func (b *BLAS) Sgemm(m, n, k int, alpha float32, a, bm *Buffer, beta float32, c 
 // an FP32 output and the given compute type, e.g. R16BF with Compute32F for
 // BF16 tensor cores, or R32F with Compute32FFastTF32 for TF32.
 func (b *BLAS) GemmEx(m, n, k int, a, bm *Buffer, in DataType, c *Buffer, compute ComputeType) error {
-	es := elemSize(in)
-	if err := checkGemm("cublasGemmEx", m, n, k, a, bm, c, es, es, 4); err != nil {
-		return err
+	return b.Gemm(m, n, k, 1, Operand{Buf: a, Type: in, LD: k}, Operand{Buf: bm, Type: in, LD: n},
+		0, Operand{Buf: c, Type: R32F, LD: n}, compute)
+}
+
+// Operand is one matrix of Gemm: the row-major matrix that starts Offset
+// elements into Buf, of type Type, with rows LD elements apart. Trans makes
+// Gemm use its transpose, e.g. a weight stored [out, in] in y = x·Wᵀ.
+type Operand struct {
+	Buf    *Buffer
+	Offset int // in elements
+	Type   DataType
+	LD     int // elements from one row to the next
+	Trans  bool
+}
+
+// check verifies that the stored rows×cols matrix lies inside the buffer.
+func (o Operand) check(op, name string, rows, cols int) error {
+	if o.Offset < 0 || o.LD < cols {
+		return fmt.Errorf("%s: %s (%dx%d): offset %d and row stride %d, want offset >= 0 and stride >= %d",
+			op, name, rows, cols, o.Offset, o.LD, cols)
 	}
-	alpha, beta := float32(1), float32(0)
+	es := elemSize(o.Type)
+	return o.Buf.span(fmt.Sprintf("%s: %s (%dx%d at element %d, stride %d)", op, name, rows, cols, o.Offset, o.LD),
+		o.Offset*es, ((rows-1)*o.LD+cols)*es)
+}
+
+// Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, op(A)
+// m×k, op(B) k×n and C m×n, each a view into a larger buffer. A and B share a
+// type (R32F, R16F or R16BF); C is R32F or that type. beta = 1 accumulates
+// into C, e.g. a residual connection. Every operand is bounds-checked.
+func (b *BLAS) Gemm(m, n, k int, alpha float32, a, bm Operand, beta float32, c Operand, compute ComputeType) error {
+	const op = "cublasGemmEx"
+	if m <= 0 || n <= 0 || k <= 0 {
+		return fmt.Errorf("%s: sizes m=%d n=%d k=%d must be positive", op, m, n, k)
+	}
+	if a.Type != bm.Type || (c.Type != R32F && c.Type != a.Type) || c.Trans {
+		return fmt.Errorf("%s: types A %d, B %d, C %d (transposed %v): want A and B alike and C FP32 or the same, not transposed",
+			op, a.Type, bm.Type, c.Type, c.Trans)
+	}
+	shape := func(o Operand, rows, cols int) (int, int) {
+		if o.Trans {
+			return cols, rows
+		}
+		return rows, cols
+	}
+	ar, ac := shape(a, m, k)
+	br, bc := shape(bm, k, n)
+	for _, x := range []struct {
+		name       string
+		o          Operand
+		rows, cols int
+	}{{"A", a, ar, ac}, {"B", bm, br, bc}, {"C", c, m, n}} {
+		if err := x.o.check(op, x.name, x.rows, x.cols); err != nil {
+			return err
+		}
+	}
+	trans := func(o Operand) int32 {
+		if o.Trans {
+			return 1 // CUBLAS_OP_T
+		}
+		return 0
+	}
+	addr := func(o Operand) uint64 { return uint64(o.Buf.ptr) + uint64(o.Offset*elemSize(o.Type)) }
 	return b.ctx.Do(func() error {
-		return cublasCheck("cublasGemmEx", cublasGemmEx(b.h, 0, 0, int32(n), int32(m), int32(k),
-			unsafe.Pointer(&alpha), uint64(bm.ptr), int32(in), int32(n), uint64(a.ptr), int32(in), int32(k),
-			unsafe.Pointer(&beta), uint64(c.ptr), int32(R32F), int32(n), int32(compute), -1))
+		// Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a
+		// row-major matrix read column-major is its transpose: pass B first.
+		return cublasCheck(op, cublasGemmEx(b.h, trans(bm), trans(a), int32(n), int32(m), int32(k),
+			unsafe.Pointer(&alpha), addr(bm), int32(bm.Type), int32(bm.LD), addr(a), int32(a.Type), int32(a.LD),
+			unsafe.Pointer(&beta), addr(c), int32(c.Type), int32(c.LD), int32(compute), -1))
 	})
 }

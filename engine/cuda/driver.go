@@ -35,6 +35,7 @@ var (
 	cuStreamCreate             func(s *uintptr, flags uint32) int32
 	cuStreamDestroy            func(s uintptr) int32
 	cuStreamSynchronize        func(s uintptr) int32
+	cuStreamWaitEvent          func(s, e uintptr, flags uint32) int32
 	cuEventCreate              func(e *uintptr, flags uint32) int32
 	cuEventDestroy             func(e uintptr) int32
 	cuEventRecord              func(e, s uintptr) int32
@@ -83,6 +84,7 @@ func driverSymbols() map[string]any {
 		"cuStreamCreate":                              &cuStreamCreate,
 		"cuStreamDestroy_v2":                          &cuStreamDestroy,
 		"cuStreamSynchronize":                         &cuStreamSynchronize,
+		"cuStreamWaitEvent":                           &cuStreamWaitEvent,
 		"cuEventCreate":                               &cuEventCreate,
 		"cuEventDestroy_v2":                           &cuEventDestroy,
 		"cuEventRecord":                               &cuEventRecord,

@@ -8,6 +8,12 @@
 // the kernel source that an earlier cell, marked `// EXERCISE <name>`,
 // holds between backticks; `lab grade` runs the same check on a folder of
 // submissions, each in its own process with a time limit.
+//
+// A kernel exercise may be written in CUDA or in OpenCL C: the source
+// says which (__global__ or __kernel), and the check runs it on the best
+// device for that language: the GPU for CUDA; for OpenCL, a GPU's OpenCL
+// driver if there is one, else PoCL on the CPU. A Go exercise (a function
+// in the marked cell) runs on the CPU.
 package exercise
 
 import (
@@ -22,10 +28,10 @@ import (
 	"time"
 
 	"gpulab/engine"
+	"gpulab/engine/cuda"
 	"gpulab/engine/gemm"
 	"gpulab/engine/nb"
 	"gpulab/engine/plot"
-	"gpulab/kernels"
 )
 
 // Result is the outcome of one check.
@@ -42,6 +48,10 @@ type Result struct {
 	Detail   string  `json:"detail,omitempty"`    // e.g. the first mismatch
 	Elapsed  float64 `json:"elapsed_s,omitempty"` // how long the check took
 	Solution bool    `json:"reference_solution"`  // the source was the reference solution itself
+	// Unavailable says that no device here runs the source's language (a
+	// CUDA kernel on a machine without an NVIDIA GPU): the check did not
+	// run, which is not the student's fault.
+	Unavailable bool `json:"unavailable,omitempty"`
 }
 
 // Rung is one step of the reference ladder.
@@ -50,18 +60,47 @@ type Rung struct {
 	GFLOPS float64 `json:"gflops"`
 }
 
-// An Exercise knows its reference and how to check a source against it.
-type Exercise struct {
-	Name, Doc string
-	// Lang is the language of the student's code: "opencl" (a kernel
-	// source between backticks) or "go" (the marked cell is Go code, a
-	// function that the check calls).
+// Languages of exercise code.
+const (
+	LangCUDA   = "cuda"   // a CUDA C++ kernel, compiled by NVRTC
+	LangOpenCL = "opencl" // an OpenCL C kernel
+	LangGo     = "go"     // Go code: the marked cell is a function the check cell calls
+)
+
+// Flavor is an exercise in one language: its reference solution, the
+// devices that run it, best first, and its check.
+type Flavor struct {
 	Lang string
 	// Solution returns the reference solution: the kernel source, or for Go
-	// exercises the code of the marked cell.
+	// the code of the marked cell.
 	Solution func() (string, error)
-	check    func(dev *engine.Device, src string) Result
 	devices  func() ([]engine.Info, error)
+	check    func(dev *engine.Device, src string) Result
+}
+
+// An Exercise is a task and the languages it may be solved in.
+type Exercise struct {
+	Name, Doc string
+	Flavors   []Flavor
+}
+
+// IsGo says that the exercise is Go code (its marked cell is the code),
+// not a kernel between backticks.
+func (e Exercise) IsGo() bool { return len(e.Flavors) == 1 && e.Flavors[0].Lang == LangGo }
+
+// Flavor returns the exercise in language lang.
+func (e Exercise) Flavor(lang string) (Flavor, error) {
+	if lang == "" {
+		return Flavor{}, errors.New("this is neither a CUDA kernel (__global__) nor an OpenCL one (__kernel)")
+	}
+	var langs []string
+	for _, f := range e.Flavors {
+		if f.Lang == lang {
+			return f, nil
+		}
+		langs = append(langs, f.Lang)
+	}
+	return Flavor{}, fmt.Errorf("%s has no %s version (it has: %s)", e.Name, lang, strings.Join(langs, ", "))
 }
 
 var registry = map[string]Exercise{}
@@ -87,11 +126,25 @@ func Names() []string {
 	return out
 }
 
+// Language tells a CUDA kernel (__global__) from an OpenCL one (__kernel
+// or kernel void); "" if the source is neither.
+func Language(src string) string {
+	switch {
+	case strings.Contains(src, "__global__"):
+		return LangCUDA
+	case openCLKernel.MatchString(src):
+		return LangOpenCL
+	}
+	return ""
+}
+
+var openCLKernel = regexp.MustCompile(`\b(__)?kernel\s`)
+
 // todo is what an unfinished exercise cell contains.
 const todo = "TODO"
 
-// Run checks src for the named exercise on the best device the exercise can
-// use, and never panics: every failure is in the Result.
+// Run checks src for the named exercise on the best device for its
+// language, and never panics: every failure is in the Result.
 func Run(name, src string) (r Result) {
 	start := time.Now()
 	r.Exercise = name
@@ -106,7 +159,7 @@ func Run(name, src string) (r Result) {
 		r.Error = err.Error()
 		return r
 	}
-	if e.check == nil {
+	if e.IsGo() {
 		r.Error = fmt.Sprintf("%s is a Go exercise: its check cell calls the function itself", name)
 		return r
 	}
@@ -114,9 +167,14 @@ func Run(name, src string) (r Result) {
 		r.Error = fmt.Sprintf("the exercise still contains %s: write your solution in the cell marked // EXERCISE %s", todo, name)
 		return r
 	}
-	infos, err := e.devices()
+	f, err := e.Flavor(Language(src))
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	infos, err := f.devices()
 	if err != nil || len(infos) == 0 {
-		r.Error = fmt.Sprintf("no device can run %s: %v", name, err)
+		r.Error, r.Unavailable = fmt.Sprintf("no device here runs %s kernels: %v", f.Lang, err), true
 		return r
 	}
 	dev, err := engine.Open(infos[0].ID)
@@ -125,17 +183,18 @@ func Run(name, src string) (r Result) {
 		return r
 	}
 	defer dev.Close()
-	if sol, err := e.Solution(); err == nil && strings.TrimSpace(sol) == strings.TrimSpace(src) {
+	if sol, err := f.Solution(); err == nil && strings.TrimSpace(sol) == strings.TrimSpace(src) {
 		r.Solution = true
 	}
-	res := e.check(dev, src)
+	res := f.check(dev, src)
 	res.Exercise, res.Solution, res.Device = name, r.Solution, dev.ID+" ("+dev.Name+")"
 	return res
 }
 
 // Check runs the check and shows it in a notebook (or prints it): pass or
 // fail, the reason, the speed next to the ladder, and a bar chart placing
-// the solution among the ladder's steps. It returns the Result.
+// the solution among the ladder's steps. It returns the Result; a check
+// cell ends with nb.Must(result.Err()).
 func Check(name, src string) Result { return show(Run(name, src)) }
 
 // show displays a result: the report, and for a pass a bar chart of
@@ -165,6 +224,8 @@ func (r Result) Markdown() string {
 		if r.GFLOPS > 0 {
 			fmt.Fprintf(&b, " %.1f GFLOP/s at %s, %.0f%% of the reference step.", r.GFLOPS, r.Size, r.PctOfRef)
 		}
+	case r.Unavailable:
+		fmt.Fprintf(&b, "**%s: not checked here**: %s.", r.Exercise, r.Error)
 	case !r.Compiled && r.Error != "":
 		fmt.Fprintf(&b, "**%s: FAIL** (does not compile or cannot run)\n\n```\n%s\n```", r.Exercise, r.Error)
 	default:
@@ -174,6 +235,20 @@ func (r Result) Markdown() string {
 		fmt.Fprintf(&b, "\n\n%s", r.Detail)
 	}
 	return b.String()
+}
+
+// Err is nil when the check passed, or when it could not run here for want
+// of a device (the report says so); otherwise it says what is wrong, so
+// that a check cell fails with it: nb.Must(lab.Check(name, src).Err()).
+func (r Result) Err() error {
+	if r.Correct || r.Unavailable {
+		return nil
+	}
+	msg := fmt.Sprintf("%s: not yet: %s", r.Exercise, r.Error)
+	if r.Detail != "" {
+		msg += "\n" + r.Detail
+	}
+	return errors.New(msg)
 }
 
 // Extract returns the exercise source of a cell marked `// EXERCISE name`:
@@ -215,6 +290,26 @@ func openCLDevices() ([]engine.Info, error) {
 	return out, nil
 }
 
+// cudaDevices lists the CUDA devices.
+func cudaDevices() ([]engine.Info, error) {
+	all, missing := engine.Devices()
+	var out []engine.Info
+	for _, d := range all {
+		if d.Kind == engine.CUDA {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		for _, m := range missing {
+			if m.Kind == engine.CUDA {
+				return nil, fmt.Errorf("no CUDA device (%s); the OpenCL version of the exercise runs everywhere", m.Reason)
+			}
+		}
+		return nil, errors.New("no CUDA device; the OpenCL version of the exercise runs everywhere")
+	}
+	return out, nil
+}
+
 func isPoCL(d engine.Info) bool { return strings.Contains(d.Platform, "Portable Computing Language") }
 
 func boolInt(b bool) int {
@@ -225,12 +320,13 @@ func boolInt(b bool) int {
 }
 
 // firstMismatch compares got with want like bench.Compare, with a
-// tolerance, and describes the first element outside it as (row, column).
-func firstMismatch(got, want []float32, cols int, tol float64) string {
+// relative tolerance (absolute below 1), and describes the first element
+// outside it, named by at(i). NaN and Inf never pass.
+func firstMismatch(got, want []float32, tol float64, at func(i int) string) string {
 	for i := range want {
 		g, w := float64(got[i]), float64(want[i])
 		if !(math.Abs(g-w) <= tol*max(math.Abs(w), 1)) {
-			return fmt.Sprintf("first wrong element: C[%d][%d] (index %d) is %g, expected %g", i/cols, i%cols, i, got[i], want[i])
+			return fmt.Sprintf("first wrong element: %s is %g, expected %g", at(i), got[i], want[i])
 		}
 	}
 	return ""
@@ -245,13 +341,18 @@ func randomMatrix(rng *rand.Rand, n int) []float32 {
 }
 
 // studentLines rewrites the positions in a build log, such as PoCL's
-// "/root/.cache/pocl/kcache/tempfile_x.cl:5:19:" or NVIDIA's
-// "<kernel>:5:19:", to "line 5, column 19:": the student's own line, since
-// their source is compiled as it is, with nothing prepended.
-var buildPos = regexp.MustCompile(`(\S+\.cl|<kernel>):(\d+):(\d+):`)
+// "/root/.cache/pocl/kcache/tempfile_x.cl:5:19:", NVIDIA OpenCL's
+// "<kernel>:5:19:" or NVRTC's "exercise.cu:5:", to "line 5, column 19:"
+// or "line 5:": the student's own lines, since their source is compiled as
+// it is, with nothing prepended (line 1 is the line of the opening
+// backtick).
+var (
+	buildPos = regexp.MustCompile(`(\S+\.cl|<kernel>):(\d+):(\d+):`)
+	nvrtcPos = regexp.MustCompile(regexp.QuoteMeta(gemm.ExerciseSourceName) + `:(\d+):`)
+)
 
 func studentLines(log string) string {
-	return buildPos.ReplaceAllString(log, "line $2, column $3:")
+	return nvrtcPos.ReplaceAllString(buildPos.ReplaceAllString(log, "line $2, column $3:"), "line $1:")
 }
 
 // buildError puts the compiler's first error, in the student's line
@@ -266,90 +367,26 @@ func buildError(msg string) string {
 	return msg
 }
 
-// gemm/tiled: the shared-memory tiled GEMM, in OpenCL C, checked on the
-// best OpenCL device with the launch geometry of the ladder's step 02.
-func init() {
-	register(Exercise{
-		Name:     "gemm/tiled",
-		Lang:     "opencl",
-		Doc:      "C = A·B with TS×TS tiles of A and B in __local memory (the OpenCL ladder's step 02)",
-		Solution: func() (string, error) { return gemmSource("02_local_tiling") },
-		devices:  openCLDevices,
-		check:    checkGEMMTiled,
-	})
+// runError says whether a run's error came after the source compiled, and
+// the message: a compile error (an NVRTC or OpenCL build log) in the
+// student's line numbers, anything else as it is.
+func runError(err error) (compiled bool, msg string) {
+	var ce *cuda.CompileError
+	if errors.As(err, &ce) || strings.Contains(err.Error(), "opencl: build program") {
+		return false, buildError(err.Error())
+	}
+	return true, "it compiled, but running it failed: " + studentLines(err.Error())
 }
 
-func checkGEMMTiled(dev *engine.Device, src string) Result {
-	r := Result{}
-	const ts = 16
-	cfg, err := gemm.NewOpenCLConfig("02_local_tiling", map[string]int{"TS": ts})
-	if err != nil {
-		r.Error = err.Error()
-		return r
-	}
-	cfg.Source = src
-	rng := rand.New(rand.NewPCG(1, 2))
-	// Edge shapes first: not multiples of the tile, thin, and one element.
-	shapes := []gemm.Shape{{M: 1, N: 1, K: 1}, {M: 17, N: 33, K: 5}, {M: 64, N: 48, K: 31}, {M: 100, N: 7, K: 130}}
-	for _, s := range shapes {
-		a, b := randomMatrix(rng, s.M*s.K), randomMatrix(rng, s.K*s.N)
-		got, _, err := gemm.OpenCLGEMM(dev.OpenCL, cfg, s, a, b)
+// best runs f three times and returns its shortest time.
+func best(f func() (time.Duration, error)) (time.Duration, error) {
+	t := time.Duration(math.MaxInt64)
+	for range 3 {
+		d, err := f()
 		if err != nil {
-			r.Error = buildError(err.Error())
-			return r
+			return 0, err
 		}
-		r.Compiled = true
-		want, _ := gemm.Reference(s, a, b)
-		tol := float64(s.K) * math.Ldexp(1, -22)
-		if d := firstMismatch(got, want, s.N, tol); d != "" {
-			r.Error = fmt.Sprintf("wrong result for M=%d N=%d K=%d", s.M, s.N, s.K)
-			r.Detail = d
-			return r
-		}
+		t = min(t, d)
 	}
-	r.Correct = true
-	// Timing: the student's kernel and the ladder's first steps, the same
-	// shape, best of three runs each.
-	s := gemm.Shape{M: 256, N: 256, K: 256}
-	if !isPoCL(dev.Info) {
-		s = gemm.Shape{M: 2048, N: 2048, K: 2048}
-	}
-	r.Size = s.String()
-	a, b := randomMatrix(rng, s.M*s.K), randomMatrix(rng, s.K*s.N)
-	best := func(c gemm.OpenCLConfig) (float64, error) {
-		var t time.Duration
-		for i := range 3 {
-			_, d, err := gemm.OpenCLGEMM(dev.OpenCL, c, s, a, b)
-			if err != nil {
-				return 0, err
-			}
-			if i == 0 || d < t {
-				t = d
-			}
-		}
-		return s.Flops() / t.Seconds() / 1e9, nil
-	}
-	if r.GFLOPS, err = best(cfg); err != nil {
-		r.Error = err.Error()
-		return r
-	}
-	for _, step := range []string{"01_naive", "02_local_tiling", "03_more_work_per_thread"} {
-		cfgs, err := gemm.OpenCLConfigs(step)
-		if err != nil {
-			continue
-		}
-		for _, c := range cfgs {
-			if g, err := best(c); err == nil {
-				r.Ladder = append(r.Ladder, Rung{Name: "step " + step, GFLOPS: g})
-				if step == "02_local_tiling" {
-					r.PctOfRef = 100 * r.GFLOPS / g
-				}
-				break
-			}
-		}
-	}
-	return r
+	return t, nil
 }
-
-// gemmSource is the OpenCL source of a step of the GEMM ladder.
-func gemmSource(step string) (string, error) { return kernels.OpenCL("gemm/" + step) }

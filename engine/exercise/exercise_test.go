@@ -5,66 +5,205 @@ import (
 	"strings"
 	"testing"
 
+	"gpulab/engine/cuda/cudatest"
 	"gpulab/engine/sparse"
+	"gpulab/kernels"
 )
 
-// skeleton is the exercise cell as a student first sees it.
-const skeleton = `__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))
-void gemm(const int M, const int N, const int K,
-          const __global float* restrict A, const __global float* restrict B, __global float* restrict C)
-{
-    // TODO: load TS×TS tiles of A and B into __local memory, multiply, store C.
-}
-`
+// Skeletons as the exercise notebooks show them, with the TODO in.
+const (
+	gemmOpenCLHead = "__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))\n" +
+		"void gemm(const int M, const int N, const int K,\n" +
+		"          const __global float* restrict A, const __global float* restrict B, __global float* restrict C)\n{\n"
+	gemmCUDAHead   = "extern \"C\" __global__ void sgemm(int M, int N, int K, const float* A, const float* B, float* C) {\n"
+	assignCUDAHead = "extern \"C\" __global__ void assign_naive(const float* x, const float* centers, int n, int d, int k,\n" +
+		"                                    int* labels, float* dist) {\n"
+	assignOpenCLHead = "__kernel void assign_naive(const __global float* x, const __global float* centers, const int n, const int d,\n" +
+		"                           const int k, __global int* labels, __global float* dist) {\n"
+	wgsizeHead = "#ifdef WG\n#define WG_HINT __attribute__((reqd_work_group_size(WG, 1, 1)))\n#else\n#define WG_HINT\n#endif\n" +
+		"__kernel WG_HINT void wg_fma(int n, __global const float* restrict src, __global float* restrict dst) {\n"
+	todoBody = "    // TODO: your code\n}\n"
+)
 
-func needOpenCL(t *testing.T) {
+// need skips a test of lang's flavour where no device runs it.
+func need(t *testing.T, lang string) {
 	t.Helper()
-	if _, err := openCLDevices(); err != nil {
-		t.Skip(err)
+	switch lang {
+	case LangCUDA:
+		cudatest.Context(t)
+	case LangOpenCL:
+		if _, err := openCLDevices(); err != nil {
+			t.Skip(err)
+		}
 	}
 }
 
+func TestLanguage(t *testing.T) {
+	for src, want := range map[string]string{
+		gemmOpenCLHead:                      LangOpenCL,
+		"kernel void f(global float* x) {}": LangOpenCL,
+		gemmCUDAHead:                        LangCUDA,
+		"__global__ void f(float* x) {}":    LangCUDA,
+		"func Gustavson() {}":               "",
+		"__global float* p; // no kernel":   "",
+	} {
+		if got := Language(src); got != want {
+			t.Errorf("Language(%q) = %q, want %q", src, got, want)
+		}
+	}
+}
+
+// TestTODOFails: every kernel exercise's skeleton fails with a message that
+// names the marked cell, on any machine (no device is needed to say so).
 func TestTODOFails(t *testing.T) {
-	r := Run("gemm/tiled", skeleton)
-	if r.Correct || !strings.Contains(r.Error, "still contains TODO") || !strings.Contains(r.Error, "// EXERCISE gemm/tiled") {
-		t.Errorf("%+v", r)
+	for _, tc := range []struct{ name, head string }{
+		{"gemm/tiled", gemmOpenCLHead}, {"gemm/tiled", gemmCUDAHead}, {"gemm/register-tiled", gemmOpenCLHead},
+		{"kmeans/assign", assignCUDAHead}, {"kmeans/assign", assignOpenCLHead}, {"opencl/wgsize", wgsizeHead},
+	} {
+		r := Run(tc.name, tc.head+todoBody)
+		if r.Correct || r.Unavailable || !strings.Contains(r.Error, "still contains TODO") || !strings.Contains(r.Error, "// EXERCISE "+tc.name) {
+			t.Errorf("%s: %+v", tc.name, r)
+		}
+		if err := r.Err(); err == nil || !strings.Contains(err.Error(), tc.name+": not yet: ") {
+			t.Errorf("%s: Err() = %v", tc.name, err)
+		}
 	}
 }
 
+// TestReferencePasses: each exercise's reference solution, in each of its
+// kernel languages, passes on the best device for it, is recognised as the
+// reference and is timed next to its ladder. Where no device runs the
+// language (CUDA here without a GPU), the check reports that instead of a
+// failure.
 func TestReferencePasses(t *testing.T) {
-	needOpenCL(t)
-	sol, err := Lookup("gemm/tiled")
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range Names() {
+		e, _ := Lookup(name)
+		if e.IsGo() {
+			continue
+		}
+		for _, f := range e.Flavors {
+			t.Run(name+"/"+f.Lang, func(t *testing.T) {
+				src, err := f.Solution()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if Language(src) != f.Lang {
+					t.Fatalf("the %s solution reads as %q", f.Lang, Language(src))
+				}
+				r := Run(name, src)
+				if _, err := f.devices(); err != nil {
+					if !r.Unavailable || r.Err() != nil || !strings.Contains(r.Markdown(), "not checked here") {
+						t.Errorf("no %s device, yet: %+v", f.Lang, r)
+					}
+					t.Skipf("no %s device: %v", f.Lang, err)
+				}
+				if !r.Correct || !r.Solution || r.GFLOPS <= 0 || len(r.Ladder) == 0 || r.PctOfRef <= 0 || r.Err() != nil {
+					t.Errorf("%+v", r)
+				}
+				t.Log(r.Markdown())
+			})
+		}
 	}
-	src, err := sol.Solution()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := Run("gemm/tiled", src)
-	if !r.Correct || !r.Solution || r.GFLOPS <= 0 || len(r.Ladder) == 0 {
-		t.Errorf("%+v", r)
-	}
-	t.Log(r.Markdown())
 }
 
+// TestWrongAndBroken: a wrong kernel fails with the first wrong element,
+// a kernel that does not compile with the compiler's error at the
+// student's line.
 func TestWrongAndBroken(t *testing.T) {
-	needOpenCL(t)
-	// Forgets the last partial tile of K: right on multiples of TS only.
-	wrong := strings.Replace(skeleton, "// TODO: load TS×TS tiles of A and B into __local memory, multiply, store C.", `
+	for _, tc := range []struct {
+		name, lang, exercise, src string
+		compiled                  bool
+		want                      string // in Error or Detail
+	}{
+		{"OpenCL GEMM forgets the last partial tile of K", LangOpenCL, "gemm/tiled", gemmOpenCLHead + `
     const int n = get_global_id(0), m = get_global_id(1);
     float acc = 0.0f;
     for (int k = 0; k < (K / TS) * TS; k++)
         if (m < M && n < N) acc += A[m*K + k] * B[k*N + n];
-    if (m < M && n < N) C[m*N + n] = acc;`, 1)
-	r := Run("gemm/tiled", wrong)
-	if r.Correct || !r.Compiled || !strings.Contains(r.Detail, "first wrong element: C[0][0]") {
-		t.Errorf("wrong kernel: %+v", r)
+    if (m < M && n < N) C[m*N + n] = acc;
+}
+`, true, "first wrong element: C[0][0] (index 0) is 0, expected"},
+		{"OpenCL GEMM does not compile", LangOpenCL, "gemm/tiled", gemmOpenCLHead + "    float x = ;\n}\n", false, "line 5, column 15: expected expression"},
+		{"CUDA GEMM forgets the last partial tile of K", LangCUDA, "gemm/tiled", gemmCUDAHead + `
+    int col = blockIdx.x * 32 + threadIdx.x, row = blockIdx.y * 32 + threadIdx.y;
+    if (row >= M || col >= N) return;
+    float acc = 0.f;
+    for (int k = 0; k < (K / 32) * 32; k++) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc;
+}
+`, true, "first wrong element: C[0][0] (index 0) is 0, expected"},
+		{"CUDA GEMM does not compile", LangCUDA, "gemm/tiled", gemmCUDAHead + "    float x = ;\n}\n", false, "does not compile: line 2: error"},
+		{"OpenCL k-means labels every point 0", LangOpenCL, "kmeans/assign", assignOpenCLHead + `
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    float s = 0.0f;
+    for (int j = 0; j < d; j++) s += (x[i*d + j] - centers[j]) * (x[i*d + j] - centers[j]);
+    labels[i] = 0;
+    dist[i] = s;
+}
+`, true, "is nearer"},
+		{"OpenCL k-means forgets the squares", LangOpenCL, "kmeans/assign", strings.Replace(mustOpenCL(t, assignStep), "s += t * t;", "s += t * t; if (c == k - 1) s = 1.0f;", 1), true, "dist["},
+		{"OpenCL k-means does not compile", LangOpenCL, "kmeans/assign", assignOpenCLHead + "    int i = get_global_id(0)\n}\n", false, "line 3, column 29: expected ';'"},
+		{"CUDA k-means labels every point 0", LangCUDA, "kmeans/assign", assignCUDAHead + `
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    labels[i] = 0;
+    dist[i] = 0.f;
+}
+`, true, "is nearer"},
+		{"wgsize copies instead of computing", LangOpenCL, "opencl/wgsize", wgsizeHead + "    int i = get_global_id(0);\n    if (i < n) dst[i] = src[i];\n}\n", true, "first wrong element: dst[0]"},
+		{"wgsize ignores WG", LangOpenCL, "opencl/wgsize", strings.Replace(mustOpenCL(t, wgsizeFile), "__kernel WG_HINT void wg_fma", "__kernel void wg_fma", 1), true, "declare __attribute__((reqd_work_group_size(WG, 1, 1)))"},
+		{"neither CUDA nor OpenCL", "", "gemm/tiled", "void gemm() {}", false, "neither a CUDA kernel"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			need(t, tc.lang)
+			r := Run(tc.exercise, tc.src)
+			if r.Correct || r.Compiled != tc.compiled || !strings.Contains(r.Error+" "+r.Detail, tc.want) || r.Err() == nil {
+				t.Errorf("got %+v\nwant compiled=%v and %q", r, tc.compiled, tc.want)
+			}
+		})
 	}
-	broken := strings.Replace(skeleton, "// TODO: load TS×TS tiles of A and B into __local memory, multiply, store C.", "    float x = ;", 1)
-	r = Run("gemm/tiled", broken)
-	if r.Correct || r.Compiled || !strings.Contains(r.Error, "line 5") {
-		t.Errorf("broken kernel: %+v", r)
+}
+
+func mustOpenCL(t *testing.T, name string) string {
+	t.Helper()
+	src, err := kernels.OpenCL(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// TestStudentLines maps compiler positions to the student's lines for each
+// compiler's log format (NVRTC's as engine/cuda reports it).
+func TestStudentLines(t *testing.T) {
+	for _, tc := range []struct{ log, want string }{
+		{"opencl: build program: CL_BUILD_PROGRAM_FAILURE (-11)\nerror: /root/.cache/pocl/kcache/tempfile_ab.cl:5:19: expected expression",
+			"does not compile: error: line 5, column 19: expected expression"},
+		{"opencl: build program: CL_BUILD_PROGRAM_FAILURE\n<kernel>:3:1: error: unknown type name 'flot'",
+			"does not compile: line 3, column 1: error: unknown type name 'flot'"},
+		{"nvrtc: compile exercise.cu: NVRTC_ERROR_COMPILATION\nexercise.cu:7: error: expected a \";\"",
+			"does not compile: line 7: error: expected a \";\""},
+	} {
+		if got := buildError(tc.log); !strings.HasPrefix(got, tc.want+"\n") {
+			t.Errorf("buildError(%q) =\n%s\nwant it to start with %q", tc.log, got, tc.want)
+		}
+	}
+}
+
+func TestResultErr(t *testing.T) {
+	for _, tc := range []struct {
+		r    Result
+		want string
+	}{
+		{Result{Exercise: "x", Correct: true}, ""},
+		{Result{Exercise: "x", Unavailable: true, Error: "no CUDA device"}, ""},
+		{Result{Exercise: "x", Error: "wrong result for M=1", Detail: "first wrong element: C[0][0]"}, "x: not yet: wrong result for M=1\nfirst wrong element: C[0][0]"},
+	} {
+		err := tc.r.Err()
+		if (err == nil) != (tc.want == "") || err != nil && err.Error() != tc.want {
+			t.Errorf("%+v: Err() = %v, want %q", tc.r, err, tc.want)
+		}
 	}
 }
 
@@ -84,6 +223,10 @@ func TestExtract(t *testing.T) {
 	}
 	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "gemm/tiled") {
 		t.Errorf("Lookup: %v", err)
+	}
+	e, _ := Lookup("opencl/wgsize")
+	if _, err := e.Flavor(LangCUDA); err == nil || !strings.Contains(err.Error(), "opencl/wgsize has no cuda version (it has: opencl)") {
+		t.Errorf("Flavor: %v", err)
 	}
 }
 

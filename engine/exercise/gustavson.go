@@ -16,13 +16,15 @@ import (
 func init() {
 	register(Exercise{
 		Name: "sparse/gustavson",
-		Lang: "go",
 		Doc:  "C = A·B by rows (Gustavson) with a sparse accumulator, in Go: func Gustavson(a, b *sparse.CSR) (*sparse.CSR, error)",
-		// The filled-in cell that make test runs calls the library: it
-		// exercises the check, not the student's algorithm.
-		Solution: func() (string, error) {
-			return "// EXERCISE sparse/gustavson: complete the function.\nfunc Gustavson(a, b *sparse.CSR) (*sparse.CSR, error) {\n\treturn sparse.Gustavson(a, b)\n}\n", nil
-		},
+		Flavors: []Flavor{{
+			Lang: LangGo,
+			// The filled-in cell that make test runs calls the library: it
+			// exercises the check, not the student's algorithm.
+			Solution: func() (string, error) {
+				return "// EXERCISE sparse/gustavson: complete the function.\nfunc Gustavson(a, b *sparse.CSR) (*sparse.CSR, error) {\n\treturn sparse.Gustavson(a, b)\n}\n", nil
+			},
+		}},
 	})
 }
 

@@ -26,4 +26,5 @@ func Image(title string, rgb []float32, w, h int) {
 	}
 	gonbui.DisplayMarkdown("**" + title + "**")
 	Must(gonbui.DisplayImage(img))
+	gonbui.Sync() // as in Markdown
 }

@@ -105,6 +105,7 @@ func Load(name string) []bench.Record {
 func Markdown(md string) {
 	if gonbui.IsNotebook {
 		gonbui.DisplayMarkdown(md)
+		gonbui.Sync() // GoNB drops what is still in the pipe when the cell's program exits
 		return
 	}
 	fmt.Println(md)

@@ -440,6 +440,9 @@ func (f *Figure) Show() ([]string, error) {
 			}
 			displayHTML(frag)
 		}
+		// Wait until GoNB has taken the chart: it stops reading a cell's
+		// display pipe when the program exits, and would drop it.
+		gonbui.Sync()
 		if err := displayErr(); err != nil {
 			return nil, fmt.Errorf("plot %s: displaying in the notebook: %w", f.name(), err)
 		}

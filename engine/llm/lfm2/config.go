@@ -17,6 +17,7 @@ package lfm2
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 )
@@ -55,8 +56,17 @@ type Config struct {
 	Experts         int // num_experts (0 for lfm2)
 	ExpertsPerToken int // num_experts_per_tok
 	MoEIntermediate int // moe_intermediate_size: each expert's width
-	TiedEmbeddings  bool
-	DType           string // the checkpoint's torch dtype, e.g. "bfloat16"; "" if unstated
+	// The router's options, as transformers names them: experts are chosen
+	// by sigmoid(logit) + expert_bias if ExpertBias (use_expert_bias,
+	// default true), their weights are divided by their sum (+1e-6) if
+	// NormTopK (norm_topk_prob, default true), then multiplied by
+	// RoutedScaling (routed_scaling_factor, default 1).
+	ExpertBias     bool
+	NormTopK       bool
+	RoutedScaling  float64
+	MaxPositions   int // max_position_embeddings (default 128000): the longest sequence
+	TiedEmbeddings bool
+	DType          string // the checkpoint's torch dtype, e.g. "bfloat16"; "" if unstated
 }
 
 // rawConfig is config.json's keys; pointers tell a missing key from zero.
@@ -83,14 +93,21 @@ type rawConfig struct {
 	Experts         *int     `json:"num_experts"`
 	ExpertsPerToken *int     `json:"num_experts_per_tok"`
 	MoEIntermediate *int     `json:"moe_intermediate_size"`
+	ExpertBias      *bool    `json:"use_expert_bias"`
+	NormTopK        *bool    `json:"norm_topk_prob"`
+	RoutedScaling   *float64 `json:"routed_scaling_factor"`
+	MaxPositions    *int     `json:"max_position_embeddings"`
+	ConvBias        *bool    `json:"conv_bias"`
 	Tied            *bool    `json:"tie_word_embeddings"`
+	TieEmbedding    *bool    `json:"tie_embedding"` // the original LFM2 key; it wins, as in transformers
 	TorchDType      *string  `json:"torch_dtype"`
 	DType           *string  `json:"dtype"`
 }
 
 // ParseConfig reads a config.json. The sizes are required; rope_theta,
-// norm_eps, conv_L_cache, num_dense_layers and tie_word_embeddings default
-// as in transformers. Errors name the offending key.
+// norm_eps, conv_L_cache, num_dense_layers, max_position_embeddings, the
+// router's options and tie_word_embeddings default as in transformers.
+// Errors name the offending key.
 func ParseConfig(data []byte) (*Config, error) { return parseConfig(data, "config.json") }
 
 // parseConfig is ParseConfig with errors naming where the data came from.
@@ -106,7 +123,8 @@ func parseConfig(data []byte, where string) (*Config, error) {
 		return nil, fail("model_type %s, want \"lfm2_moe\" or \"lfm2\"", quoted(r.ModelType))
 	}
 	moe := *r.ModelType == "lfm2_moe"
-	c := &Config{ModelType: *r.ModelType, LayerTypes: r.LayerTypes, RopeTheta: 1e6, NormEps: 1e-5, ConvL: 3, TiedEmbeddings: true}
+	c := &Config{ModelType: *r.ModelType, LayerTypes: r.LayerTypes, RopeTheta: 1e6, NormEps: 1e-5, ConvL: 3,
+		MaxPositions: 128000, TiedEmbeddings: true}
 	sizes := []struct {
 		key string
 		src *int
@@ -146,7 +164,16 @@ func parseConfig(data []byte, where string) (*Config, error) {
 	if r.ConvL != nil {
 		c.ConvL = *r.ConvL
 	}
-	if r.Tied != nil {
+	if r.MaxPositions != nil {
+		c.MaxPositions = *r.MaxPositions
+	}
+	if r.ConvBias != nil && *r.ConvBias {
+		return nil, fail("conv_bias = true is not supported (LFM2 checkpoints have no conv biases)")
+	}
+	switch {
+	case r.TieEmbedding != nil:
+		c.TiedEmbeddings = *r.TieEmbedding
+	case r.Tied != nil:
 		c.TiedEmbeddings = *r.Tied
 	}
 	if r.DType != nil {
@@ -156,9 +183,18 @@ func parseConfig(data []byte, where string) (*Config, error) {
 	}
 	c.DenseLayers = c.Layers
 	if moe {
-		c.DenseLayers = 2
+		c.DenseLayers, c.ExpertBias, c.NormTopK, c.RoutedScaling = 2, true, true, 1
 		if r.DenseLayers != nil {
 			c.DenseLayers = *r.DenseLayers
+		}
+		if r.ExpertBias != nil {
+			c.ExpertBias = *r.ExpertBias
+		}
+		if r.NormTopK != nil {
+			c.NormTopK = *r.NormTopK
+		}
+		if r.RoutedScaling != nil {
+			c.RoutedScaling = *r.RoutedScaling
 		}
 	} else if r.AutoAdjustFF == nil || *r.AutoAdjustFF {
 		mult, of := 1.0, 256
@@ -223,6 +259,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("norm_eps = %g, want positive", c.NormEps)
 	case c.ConvL <= 0:
 		return fmt.Errorf("conv_L_cache = %d, want a positive size", c.ConvL)
+	case c.MaxPositions <= 0:
+		return fmt.Errorf("max_position_embeddings = %d, want a positive size", c.MaxPositions)
+	case c.Experts > 0 && (c.RoutedScaling <= 0 || math.IsNaN(c.RoutedScaling)):
+		return fmt.Errorf("routed_scaling_factor = %g, want positive", c.RoutedScaling)
 	case c.DenseLayers < 0 || c.DenseLayers > c.Layers:
 		return fmt.Errorf("num_dense_layers = %d outside [0, %d]", c.DenseLayers, c.Layers)
 	case c.ExpertsPerToken > c.Experts:

@@ -36,7 +36,8 @@ var tiny = Config{
 	ModelType: "lfm2_moe", Hidden: 64, Layers: 4, Vocab: 100, Heads: 4, KVHeads: 2, HeadDim: 16,
 	LayerTypes: []string{Conv, Attention, Conv, Attention},
 	RopeTheta:  1e4, NormEps: 1e-6, ConvL: 3, DenseLayers: 1, Intermediate: 96,
-	Experts: 4, ExpertsPerToken: 2, MoEIntermediate: 32, TiedEmbeddings: true, DType: "bfloat16",
+	Experts: 4, ExpertsPerToken: 2, MoEIntermediate: 32, ExpertBias: true, NormTopK: true, RoutedScaling: 1,
+	MaxPositions: 128000, TiedEmbeddings: true, DType: "bfloat16",
 }
 
 func TestParseConfigStyles(t *testing.T) {
@@ -124,6 +125,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"top-k", map[string]any{"num_experts_per_tok": 5}, "num_experts_per_tok = 5 exceeds num_experts = 4"},
 		{"dense layers", map[string]any{"num_dense_layers": 5}, "num_dense_layers = 5 outside [0, 4]"},
 		{"type", map[string]any{"hidden_size": "64"}, "hidden_size"},
+		{"conv bias", map[string]any{"conv_bias": true}, "conv_bias = true is not supported"},
+		{"positions", map[string]any{"max_position_embeddings": 0}, "max_position_embeddings = 0"},
+		{"scaling", map[string]any{"routed_scaling_factor": -1}, "routed_scaling_factor = -1"},
 	} {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(tinyHub), &m); err != nil {
@@ -158,5 +162,32 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if c, err := LoadConfig(dir); err != nil || c.Hidden != 64 {
 		t.Errorf("LoadConfig: %v, %v", c, err)
+	}
+}
+
+// TestParseConfigOptions: the router options, max_position_embeddings and
+// the original tie_embedding key are read; tie_embedding wins over
+// tie_word_embeddings, as in transformers.
+func TestParseConfigOptions(t *testing.T) {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(tinyHub), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["use_expert_bias"], m["norm_topk_prob"], m["routed_scaling_factor"] = false, false, 2.5
+	m["max_position_embeddings"], m["tie_embedding"], m["tie_word_embeddings"] = 64, false, true
+	js, _ := json.Marshal(m)
+	c, err := ParseConfig(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ExpertBias || c.NormTopK || c.RoutedScaling != 2.5 || c.MaxPositions != 64 || c.TiedEmbeddings {
+		t.Errorf("options not read: %+v", c)
+	}
+	want := ExpectedTensors(c)
+	if _, ok := want["model.layers.1.feed_forward.expert_bias"]; ok {
+		t.Error("expert_bias expected without use_expert_bias")
+	}
+	if _, ok := want["lm_head.weight"]; !ok {
+		t.Error("no lm_head.weight with tie_embedding false")
 	}
 }

@@ -35,7 +35,7 @@ type LayerWeights struct {
 
 	FFN     SwiGLU    // dense feed-forward
 	Gate    []float32 // router [experts, hidden]
-	Bias    []float32 // expert_bias [experts]
+	Bias    []float32 // expert_bias [experts]; nil without use_expert_bias
 	Experts []SwiGLU
 }
 
@@ -74,7 +74,10 @@ func LoadWeights(c *Config, ck *Checkpoint) (*Weights, error) {
 			lw.FFN = ffn(p+"feed_forward.", c.Intermediate)
 			continue
 		}
-		lw.Gate, lw.Bias = get(p+"feed_forward.gate.weight"), get(p+"feed_forward.expert_bias")
+		lw.Gate = get(p + "feed_forward.gate.weight")
+		if c.ExpertBias {
+			lw.Bias = get(p + "feed_forward.expert_bias")
+		}
 		for e := range c.Experts {
 			lw.Experts = append(lw.Experts, ffn(fmt.Sprintf("%sfeed_forward.experts.%d.", p, e), c.MoEIntermediate))
 		}
@@ -87,26 +90,46 @@ type State struct {
 	Pos  int
 	K, V [][]float32 // per attention layer: Pos × kvHeads·headDim
 	Conv [][]float32 // per conv layer: the last convL−1 B⊙x vectors, oldest first
+	// ExpertLoad counts, per MoE layer and expert, the tokens routed to
+	// the expert (nil for dense layers).
+	ExpertLoad [][]int
 }
 
 // NewState returns the empty state of a new sequence.
 func NewState(c *Config) *State {
-	st := &State{K: make([][]float32, c.Layers), V: make([][]float32, c.Layers), Conv: make([][]float32, c.Layers)}
+	st := &State{K: make([][]float32, c.Layers), V: make([][]float32, c.Layers), Conv: make([][]float32, c.Layers),
+		ExpertLoad: make([][]int, c.Layers)}
 	for l := range c.Layers {
 		if !c.IsAttention(l) {
 			st.Conv[l] = make([]float32, (c.ConvL-1)*c.Hidden)
+		}
+		if c.IsMoE(l) {
+			st.ExpertLoad[l] = make([]int, c.Experts)
 		}
 	}
 	return st
 }
 
+// CheckTokens returns an error naming the first token id outside the
+// vocabulary, or the length if pos tokens followed by tokens would exceed
+// max_position_embeddings.
+func CheckTokens(c *Config, pos int, tokens []int) error {
+	for i, tok := range tokens {
+		if tok < 0 || tok >= c.Vocab {
+			return fmt.Errorf("lfm2: token %d (at %d) is outside the vocabulary of %d", tok, pos+i, c.Vocab)
+		}
+	}
+	if n := pos + len(tokens); n > c.MaxPositions {
+		return fmt.Errorf("lfm2: a sequence of %d tokens is longer than max_position_embeddings = %d", n, c.MaxPositions)
+	}
+	return nil
+}
+
 // Forward runs tokens after those already in st, updating st, and returns
 // the logits of each new position (len(tokens) × vocab).
 func Forward(c *Config, w *Weights, st *State, tokens []int) ([][]float32, error) {
-	for i, tok := range tokens {
-		if tok < 0 || tok >= c.Vocab {
-			return nil, fmt.Errorf("lfm2: token %d (at %d) is outside the vocabulary of %d", tok, i, c.Vocab)
-		}
+	if err := CheckTokens(c, st.Pos, tokens); err != nil {
+		return nil, err
 	}
 	T, h := len(tokens), c.Hidden
 	x := make([][]float32, T)
@@ -126,7 +149,7 @@ func Forward(c *Config, w *Weights, st *State, tokens []int) ([][]float32, error
 		normed = rmsNormRows(x, lw.FFNNorm, c.NormEps)
 		var ff [][]float32
 		if c.IsMoE(l) {
-			ff = moe(c, lw, normed)
+			ff = moe(c, lw, normed, st.ExpertLoad[l])
 		} else {
 			ff = lw.FFN.apply(normed, h)
 		}
@@ -136,7 +159,47 @@ func Forward(c *Config, w *Weights, st *State, tokens []int) ([][]float32, error
 	return linear(rmsNormRows(x, w.Norm, c.NormEps), w.LMHead, c.Vocab), nil
 }
 
-// Greedy generates n tokens after prompt, each the argmax of the logits.
+// Logits runs each sequence of batch from an empty state and returns the
+// logits of every position as one float32 array [batch, seq, vocab]. The
+// sequences must have the same length.
+func Logits(c *Config, w *Weights, batch [][]int) ([]float32, error) {
+	if err := CheckBatch(c, batch); err != nil {
+		return nil, err
+	}
+	T := len(batch[0])
+	out := make([]float32, len(batch)*T*c.Vocab)
+	for b, seq := range batch {
+		logits, err := Forward(c, w, NewState(c), seq)
+		if err != nil {
+			return nil, fmt.Errorf("lfm2: sequence %d: %w", b, err)
+		}
+		for t, row := range logits {
+			copy(out[(b*T+t)*c.Vocab:], row)
+		}
+	}
+	return out, nil
+}
+
+// CheckBatch returns an error if batch is empty or ragged (naming the
+// lengths), or if a sequence has a bad token or is too long (CheckTokens).
+func CheckBatch(c *Config, batch [][]int) error {
+	if len(batch) == 0 || len(batch[0]) == 0 {
+		return fmt.Errorf("lfm2: the batch is empty")
+	}
+	for b, seq := range batch {
+		if len(seq) != len(batch[0]) {
+			lens := make([]int, len(batch))
+			for i, s := range batch {
+				lens[i] = len(s)
+			}
+			return fmt.Errorf("lfm2: the batch is ragged: sequence lengths %v (sequence %d differs from sequence 0)", lens, b)
+		}
+		if err := CheckTokens(c, 0, seq); err != nil {
+			return fmt.Errorf("lfm2: sequence %d: %w", b, err)
+		}
+	}
+	return nil
+}
 
 // Greedy generates n tokens after prompt, each the most likely one.
 func Greedy(c *Config, w *Weights, prompt []int, n int) ([]int, error) {
@@ -147,34 +210,70 @@ func Greedy(c *Config, w *Weights, prompt []int, n int) ([]int, error) {
 // logits of the last position; the prompt is run once (prefill), then one
 // token at a time through the caches (decode).
 func Generate(c *Config, w *Weights, prompt []int, n int, s Sampling) ([]int, error) {
-	if len(prompt) == 0 {
-		return nil, fmt.Errorf("lfm2: generation needs a non-empty prompt")
-	}
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	st := NewState(c)
-	logits, err := Forward(c, w, st, prompt)
-	if err != nil {
-		return nil, err
-	}
-	pick := s.picker()
 	var out []int
-	for len(out) < n {
-		tok := pick(logits[len(logits)-1])
-		out = append(out, tok)
-		if len(out) == n {
-			break
-		}
-		if logits, err = Forward(c, w, st, []int{tok}); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	err := GenerateBatch(c, w, [][]int{prompt}, n, s, func(_ int, toks []int) error {
+		out = append(out, toks[0])
+		return nil
+	})
+	return out, err
 }
 
-// argmax is the index of v's largest value (the first if tied).
-func argmax(v []float32) int {
+// GenerateBatch generates n tokens after each of the prompts (of equal
+// lengths), the sequences stepping together: the prompts are run (prefill),
+// then each step picks one token per sequence and runs it through that
+// sequence's caches (decode). emit gets each step's tokens, one per prompt,
+// as soon as they are picked, so that a caller can stream them or time the
+// first step (toks is reused: copy it to keep it); an error from emit
+// stops the generation. Sampled tokens are
+// drawn from one generator seeded by s.Seed, sequence by sequence.
+func GenerateBatch(c *Config, w *Weights, prompts [][]int, n int, s Sampling, emit func(step int, toks []int) error) error {
+	if len(prompts) == 0 || len(prompts[0]) == 0 {
+		return fmt.Errorf("lfm2: generation needs a non-empty prompt")
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := CheckBatch(c, prompts); err != nil {
+		return err
+	}
+	if T := len(prompts[0]); T+n-1 > c.MaxPositions {
+		return fmt.Errorf("lfm2: a %d-token prompt and %d new tokens are longer than max_position_embeddings = %d", T, n, c.MaxPositions)
+	}
+	states, last := make([]*State, len(prompts)), make([][]float32, len(prompts))
+	for b, p := range prompts {
+		states[b] = NewState(c)
+		logits, err := Forward(c, w, states[b], p)
+		if err != nil {
+			return err
+		}
+		last[b] = logits[len(logits)-1]
+	}
+	pick := s.picker()
+	toks := make([]int, len(prompts))
+	for step := range n {
+		for b := range toks {
+			toks[b] = pick(last[b])
+		}
+		if err := emit(step, toks); err != nil {
+			return err
+		}
+		if step == n-1 {
+			break
+		}
+		for b, st := range states {
+			logits, err := Forward(c, w, st, toks[b:b+1])
+			if err != nil {
+				return err
+			}
+			last[b] = logits[0]
+		}
+	}
+	return nil
+}
+
+// Argmax is the index of v's largest value (the first if tied): the
+// greedy choice.
+func Argmax(v []float32) int {
 	best := 0
 	for i, x := range v {
 		if x > v[best] {
@@ -287,14 +386,16 @@ func causalConv(seq [][]float32, w []float32, L int) [][]float32 {
 	return out
 }
 
-// moe is the sparse mixture-of-experts feed-forward of the rows x.
-func moe(c *Config, lw *LayerWeights, x [][]float32) [][]float32 {
+// moe is the sparse mixture-of-experts feed-forward of the rows x; it adds
+// each token's experts to load.
+func moe(c *Config, lw *LayerWeights, x [][]float32, load []int) [][]float32 {
 	logits := linear(x, lw.Gate, c.Experts)
 	out := make([][]float32, len(x))
 	for t := range x {
 		out[t] = make([]float32, c.Hidden)
-		idx, wts := route(logits[t], lw.Bias, c.ExpertsPerToken)
+		idx, wts := route(c, logits[t], lw.Bias)
 		for i, e := range idx {
+			load[e]++
 			y := lw.Experts[e].apply(x[t:t+1], c.Hidden)[0]
 			for d, v := range y {
 				out[t][d] += wts[i] * v
@@ -304,21 +405,27 @@ func moe(c *Config, lw *LayerWeights, x [][]float32) [][]float32 {
 	return out
 }
 
-// route picks the k experts with the largest sigmoid(logit)+bias (the lower
-// index on ties) and weights them by their unbiased sigmoid, normalized as
-// transformers does: s / (Σ s + 1e-6).
-func route(logits, bias []float32, k int) ([]int, []float32) {
-	s := make([]float32, len(logits))
+// route picks the k = ExpertsPerToken experts with the largest
+// sigmoid(logit) + bias (the lower index on ties; no bias if bias is nil)
+// and weights them by their unbiased sigmoid s, as transformers does:
+// s / (Σ s + 1e-6) if NormTopK, times RoutedScaling.
+func route(c *Config, logits, bias []float32) ([]int, []float32) {
+	s, score := make([]float32, len(logits)), make([]float32, len(logits))
 	for i, z := range logits {
 		s[i] = float32(1 / (1 + math.Exp(-float64(z))))
+		score[i] = s[i]
+		if bias != nil {
+			score[i] += bias[i]
+		}
 	}
+	k := c.ExpertsPerToken
 	used := make([]bool, len(s))
 	idx, wts := make([]int, 0, k), make([]float32, 0, k)
 	var sum float32
 	for range k {
 		best := -1
 		for i := range s {
-			if !used[i] && (best < 0 || s[i]+bias[i] > s[best]+bias[best]) {
+			if !used[i] && (best < 0 || score[i] > score[best]) {
 				best = i
 			}
 		}
@@ -327,7 +434,10 @@ func route(logits, bias []float32, k int) ([]int, []float32) {
 		sum += s[best]
 	}
 	for i := range wts {
-		wts[i] /= sum + 1e-6
+		if c.NormTopK {
+			wts[i] /= sum + 1e-6
+		}
+		wts[i] *= float32(c.RoutedScaling)
 	}
 	return idx, wts
 }

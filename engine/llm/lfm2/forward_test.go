@@ -1,10 +1,7 @@
 package lfm2
 
 import (
-	"maps"
 	"math"
-	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,43 +19,12 @@ const fwdConfig = `{
   "tie_word_embeddings": false
 }`
 
-// fwdModel writes a random F32 checkpoint of fwdConfig, scaled so that
-// activations stay moderate, and loads it.
+// fwdModel writes a random F32 checkpoint of fwdConfig and loads it.
 func fwdModel(t *testing.T) (*Config, *Weights) {
 	t.Helper()
-	c, err := ParseConfig([]byte(fwdConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	tensors := map[string]TensorData{}
-	shapes := ExpectedTensors(c)
-	for _, name := range slices.Sorted(maps.Keys(shapes)) {
-		shape := shapes[name]
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		v := make([]float32, n)
-		for i := range v {
-			g := rng.NormFloat64()
-			switch {
-			case strings.HasSuffix(name, "norm.weight"):
-				v[i] = float32(1 + 0.1*g)
-			case strings.HasSuffix(name, "expert_bias"):
-				v[i] = float32(0.1 * g)
-			case strings.HasSuffix(name, "conv.conv.weight"):
-				v[i] = float32(0.5 * g)
-			case name == "model.embed_tokens.weight":
-				v[i] = float32(g)
-			default:
-				v[i] = float32(g / math.Sqrt(float64(shape[len(shape)-1])))
-			}
-		}
-		tensors[name] = TensorData{DType: "F32", Shape: shape, Data: v}
-	}
 	dir := t.TempDir()
-	if err := WriteSafetensors(filepath.Join(dir, "model.safetensors"), tensors); err != nil {
+	c, err := WriteRandomModel(dir, []byte(fwdConfig), 3)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ck, err := OpenCheckpoint(dir)
@@ -166,8 +132,9 @@ func TestCausalConvShift(t *testing.T) {
 func TestRoute(t *testing.T) {
 	logits := []float32{2, 1, 0, -1}
 	sig := func(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
+	c := &Config{ExpertsPerToken: 2, NormTopK: true, RoutedScaling: 1}
 	// Unbiased, experts 0 and 1 would win; the bias lifts 3 above 0 and 1.
-	idx, wts := route(logits, []float32{0, 0.3, 0, 1}, 2)
+	idx, wts := route(c, logits, []float32{0, 0.3, 0, 1})
 	if !slices.Equal(idx, []int{3, 1}) {
 		t.Fatalf("route picked %v, want [3 1]", idx)
 	}
@@ -178,8 +145,15 @@ func TestRoute(t *testing.T) {
 		}
 	}
 	// Ties go to the lower index.
-	if idx, _ := route([]float32{0, 0, 0, 0}, []float32{0, 0, 0, 0}, 2); !slices.Equal(idx, []int{0, 1}) {
+	if idx, _ := route(c, []float32{0, 0, 0, 0}, []float32{0, 0, 0, 0}); !slices.Equal(idx, []int{0, 1}) {
 		t.Errorf("tied route picked %v, want [0 1]", idx)
+	}
+	// Without use_expert_bias the top sigmoids win; without norm_topk_prob
+	// the weights are the sigmoids themselves, times routed_scaling_factor.
+	raw := &Config{ExpertsPerToken: 2, RoutedScaling: 2.5}
+	idx, wts = route(raw, logits, nil)
+	if !slices.Equal(idx, []int{0, 1}) || math.Abs(float64(wts[0])-2.5*sig(2)) > 1e-5 || math.Abs(float64(wts[1])-2.5*sig(1)) > 1e-5 {
+		t.Errorf("unbiased, unnormalized route: %v %v, want [0 1] [%g %g]", idx, wts, 2.5*sig(2), 2.5*sig(1))
 	}
 }
 
@@ -201,5 +175,87 @@ func TestGreedyAndVocab(t *testing.T) {
 	_, err = Forward(c, w, NewState(c), []int{1, c.Vocab})
 	if err == nil || !strings.Contains(err.Error(), "token 50") {
 		t.Errorf("Forward of token %d: err %v, want one naming it", c.Vocab, err)
+	}
+}
+
+// TestBatch: Logits is Forward of each sequence, GenerateBatch is Greedy of
+// each prompt, and every MoE layer routes k experts per token.
+func TestBatch(t *testing.T) {
+	c, w := fwdModel(t)
+	batch := [][]int{{1, 17, 42, 3}, {49, 0, 0, 7}, {5, 5, 5, 5}}
+	flat, err := Logits(c, w, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b, seq := range batch {
+		st := NewState(c)
+		rows, err := Forward(c, w, st, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, row := range rows {
+			if got := flat[(b*len(seq)+p)*c.Vocab : (b*len(seq)+p+1)*c.Vocab]; !slices.Equal(got, row) {
+				t.Fatalf("Logits sequence %d position %d differs from Forward", b, p)
+			}
+		}
+		for l, load := range st.ExpertLoad {
+			sum := 0
+			for _, n := range load {
+				sum += n
+			}
+			if want := len(seq) * c.ExpertsPerToken; c.IsMoE(l) && sum != want || !c.IsMoE(l) && load != nil {
+				t.Errorf("layer %d: expert load %v, want %d routings in MoE layers only", l, load, want)
+			}
+		}
+	}
+	var steps [][]int
+	err = GenerateBatch(c, w, batch, 5, Sampling{}, func(step int, toks []int) error {
+		if step != len(steps) {
+			t.Errorf("step %d after %d steps", step, len(steps))
+		}
+		steps = append(steps, slices.Clone(toks))
+		return nil
+	})
+	if err != nil || len(steps) != 5 {
+		t.Fatalf("GenerateBatch: %d steps, %v", len(steps), err)
+	}
+	for b, seq := range batch {
+		want, _ := Greedy(c, w, seq, 5)
+		for i := range want {
+			if steps[i][b] != want[i] {
+				t.Fatalf("sequence %d: batch generation %v, alone %v", b, steps, want)
+			}
+		}
+	}
+}
+
+func TestBatchErrors(t *testing.T) {
+	c, w := fwdModel(t)
+	short := *c
+	short.MaxPositions = 4
+	for _, tc := range []struct {
+		c     *Config
+		batch [][]int
+		want  string
+	}{
+		{c, nil, "the batch is empty"},
+		{c, [][]int{{}}, "the batch is empty"},
+		{c, [][]int{{1, 2, 3}, {4, 5}, {6, 7, 8}}, "ragged: sequence lengths [3 2 3]"},
+		{c, [][]int{{1, 2}, {4, 50}}, "sequence 1: lfm2: token 50 (at 1) is outside the vocabulary of 50"},
+		{&short, [][]int{{1, 2, 3, 4, 5}}, "a sequence of 5 tokens is longer than max_position_embeddings = 4"},
+	} {
+		if _, err := Logits(tc.c, w, tc.batch); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Logits(%v): %v, want %q", tc.batch, err, tc.want)
+		}
+	}
+	// Generation counts the new tokens too: 3 + 2 − 1 positions fit in 4, 3 + 3 − 1 do not.
+	if _, err := Generate(&short, w, []int{1, 2, 3}, 2, Sampling{}); err != nil {
+		t.Errorf("3 + 2 tokens in 4 positions: %v", err)
+	}
+	if _, err := Generate(&short, w, []int{1, 2, 3}, 3, Sampling{}); err == nil || !strings.Contains(err.Error(), "max_position_embeddings = 4") {
+		t.Errorf("3 + 3 tokens in 4 positions: %v", err)
+	}
+	if _, err := Generate(c, w, nil, 3, Sampling{}); err == nil || !strings.Contains(err.Error(), "non-empty prompt") {
+		t.Errorf("empty prompt: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ import (
 //	dense:       feed_forward.w1.weight, w3.weight       [inter, hidden]  (gate, up)
 //	             feed_forward.w2.weight                  [hidden, inter]  (down)
 //	MoE:         feed_forward.gate.weight                [experts, hidden]  (router)
-//	             feed_forward.expert_bias                [experts]
+//	             feed_forward.expert_bias                [experts], if use_expert_bias
 //	             feed_forward.experts.E.w1, w3, w2       as dense, with moeInter
 func ExpectedTensors(c *Config) map[string][]int {
 	h, hd := c.Hidden, c.HeadDim
@@ -65,7 +65,9 @@ func ExpectedTensors(c *Config) map[string][]int {
 			continue
 		}
 		want[p+"feed_forward.gate.weight"] = []int{c.Experts, h}
-		want[p+"feed_forward.expert_bias"] = []int{c.Experts}
+		if c.ExpertBias {
+			want[p+"feed_forward.expert_bias"] = []int{c.Experts}
+		}
 		for e := range c.Experts {
 			ffn(fmt.Sprintf("%sfeed_forward.experts.%d.", p, e), c.MoEIntermediate)
 		}

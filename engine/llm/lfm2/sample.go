@@ -28,7 +28,7 @@ func (s Sampling) check() error {
 // picker returns the function that picks a token from one position's logits.
 func (s Sampling) picker() func([]float32) int {
 	if s.Temperature == 0 {
-		return argmax
+		return Argmax
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 0x6c666d32))
 	return func(logits []float32) int { return s.pick(logits, rng.Float64()) }

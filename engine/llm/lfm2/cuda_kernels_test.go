@@ -1,0 +1,516 @@
+package lfm2
+
+// Each kernel of kernels/cuda/lfm2 against the CPU reference's math, on odd
+// sizes. They skip without a GPU.
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"gpulab/engine/cuda"
+	"gpulab/engine/cuda/cudatest"
+)
+
+// kernelTest holds the kernels of one config and dtype, and frees what a
+// test uploads.
+type kernelTest struct {
+	t   *testing.T
+	ctx *cuda.Context
+	k   *kernelSet
+	o   CUDAOptions
+	rng *rand.Rand
+}
+
+// newKernelTest compiles the kernels for head_dim hd, conv width convL,
+// hidden h and expert width im.
+func newKernelTest(t *testing.T, dtype string, hd, convL, h, im int) *kernelTest {
+	ctx := cudatest.Context(t)
+	o, err := CUDAOptions{DType: dtype}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := compileKernels(ctx, &Config{HeadDim: hd, ConvL: convL, Hidden: h, MoEIntermediate: im}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &kernelTest{t: t, ctx: ctx, k: k, o: o, rng: rand.New(rand.NewPCG(9, 10))}
+}
+
+// randn is n standard normal values.
+func (kt *kernelTest) randn(n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(kt.rng.NormFloat64())
+	}
+	return v
+}
+
+// keep registers b to be freed at the end of the test.
+func (kt *kernelTest) keep(b *cuda.Buffer, err error) *cuda.Buffer {
+	kt.t.Helper()
+	if err != nil {
+		kt.t.Fatal(err)
+	}
+	kt.t.Cleanup(func() { b.Free() })
+	return b
+}
+
+func (kt *kernelTest) f32(v []float32) *cuda.Buffer { return kt.keep(cuda.Upload(kt.ctx, v)) }
+func (kt *kernelTest) i32(v []int32) *cuda.Buffer   { return kt.keep(cuda.Upload(kt.ctx, v)) }
+
+// elem uploads v in the engine's element type, and returns the values the
+// GPU sees (rounded to bf16 in the bf16 engine).
+func (kt *kernelTest) elem(v []float32) (*cuda.Buffer, []float32) {
+	if kt.o.DType == "f32" {
+		return kt.f32(v), v
+	}
+	bits, seen := make([]uint16, len(v)), make([]float32, len(v))
+	for i, x := range v {
+		bits[i] = f32ToBF16(x)
+		seen[i] = math.Float32frombits(uint32(bits[i]) << 16)
+	}
+	return kt.keep(cuda.Upload(kt.ctx, bits)), seen
+}
+
+// zeros is a zeroed buffer of n 4-byte values.
+func (kt *kernelTest) zeros(n int) *cuda.Buffer {
+	b := kt.keep(kt.ctx.Alloc(4 * max(n, 1)))
+	if err := b.Memset(0, nil); err != nil {
+		kt.t.Fatal(err)
+	}
+	return b
+}
+
+// get waits for the GPU and reads n values of b.
+func get[T cuda.Number](kt *kernelTest, b *cuda.Buffer, n int) []T {
+	kt.t.Helper()
+	if err := kt.ctx.Synchronize(); err != nil {
+		kt.t.Fatal(err)
+	}
+	v, err := cuda.Download[T](b, n)
+	if err != nil {
+		kt.t.Fatal(err)
+	}
+	return v
+}
+
+// getElem reads n values of an elem buffer as float32.
+func (kt *kernelTest) getElem(b *cuda.Buffer, n int) []float32 {
+	if kt.o.DType == "f32" {
+		return get[float32](kt, b, n)
+	}
+	out := make([]float32, n)
+	for i, x := range get[uint16](kt, b, n) {
+		out[i] = math.Float32frombits(uint32(x) << 16)
+	}
+	return out
+}
+
+// launch runs f on the default stream.
+func (kt *kernelTest) launch(f *cuda.Function, grid cuda.Dim3, block, smem int, args ...any) {
+	kt.t.Helper()
+	if err := f.Launch(cuda.LaunchConfig{Grid: grid, Block: cuda.Dim3{X: block}, SharedMem: smem}, args...); err != nil {
+		kt.t.Fatal(err)
+	}
+}
+
+// near fails the test if got and want differ by more than tol·(1 + |want|).
+func near(t *testing.T, what string, got, want []float32, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if d := math.Abs(float64(got[i] - want[i])); !(d <= tol*(1+math.Abs(float64(want[i])))) {
+			t.Fatalf("%s: [%d] = %g, want %g", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestCUDAConvert: every source dtype widens to exactly the CPU's float32,
+// and the bf16 engine rounds like f32ToBF16.
+func TestCUDAConvert(t *testing.T) {
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -2.5, 3.14159, 1e-7, 6e-8, 65504, -1e30, float32(math.Inf(1)), 0.1}
+	for _, dtype := range []string{"F32", "BF16", "F16"} {
+		raw := make([]byte, 0)
+		for _, v := range vals {
+			switch dtype {
+			case "F32":
+				raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
+			case "BF16":
+				raw = binary.LittleEndian.AppendUint16(raw, f32ToBF16(v))
+			case "F16":
+				raw = binary.LittleEndian.AppendUint16(raw, f32ToF16(v))
+			}
+		}
+		want := (&Tensor{DType: dtype, Shape: []int{len(vals)}, data: raw}).Float32()
+		for _, engine := range []string{"f32", "bf16"} {
+			kt := newKernelTest(t, engine, 8, 3, 8, 8)
+			src, dst, dstF32 := kt.keep(cuda.Upload(kt.ctx, raw)), kt.zeros(len(vals)), kt.zeros(len(vals))
+			kt.launch(kt.k.convertElem, cuda.Dim3{X: 1}, 256, 0, src, sourceDTypes[dtype], len(vals), dst)
+			kt.launch(kt.k.convertF32, cuda.Dim3{X: 1}, 256, 0, src, sourceDTypes[dtype], len(vals), dstF32)
+			got, gotF32 := kt.getElem(dst, len(vals)), get[float32](kt, dstF32, len(vals))
+			for i := range vals {
+				w := want[i]
+				if engine == "bf16" {
+					w = math.Float32frombits(uint32(f32ToBF16(w)) << 16)
+				}
+				if math.Float32bits(got[i]) != math.Float32bits(w) || math.Float32bits(gotF32[i]) != math.Float32bits(want[i]) {
+					t.Errorf("%s -> %s: value %d is %g (f32 %g), want %g (f32 %g)", dtype, engine, i, got[i], gotF32[i], w, want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestCUDAFillNormal: the random weights have the asked mean and standard
+// deviation, and the bf16 ones are the f32 ones rounded.
+func TestCUDAFillNormal(t *testing.T) {
+	const n = 1 << 20
+	var f32 []float32
+	for _, engine := range []string{"f32", "bf16"} {
+		kt := newKernelTest(t, engine, 8, 3, 8, 8)
+		dst := kt.zeros(n)
+		kt.launch(kt.k.fillElem, cuda.Dim3{X: 512}, 256, 0, uint64(5), uint64(77), n, float32(1), float32(0.02), dst)
+		got := kt.getElem(dst, n)
+		if engine == "f32" {
+			f32 = got
+			var sum, sq float64
+			for _, x := range got {
+				sum += float64(x)
+				sq += float64(x) * float64(x)
+			}
+			mean := sum / n
+			std := math.Sqrt(sq/n - mean*mean)
+			if math.Abs(mean-1) > 1e-4 || math.Abs(std-0.02) > 2e-4 {
+				t.Errorf("mean %g, std %g; want 1, 0.02", mean, std)
+			}
+			continue
+		}
+		for i, x := range got {
+			if w := math.Float32frombits(uint32(f32ToBF16(f32[i])) << 16); x != w {
+				t.Fatalf("bf16 value %d is %g, want %g (the f32 %g rounded)", i, x, w, f32[i])
+			}
+		}
+	}
+}
+
+func TestCUDARMSNorm(t *testing.T) {
+	for _, engine := range []string{"f32", "bf16"} {
+		const rows, h, first, stride = 11, 37, 1, 3
+		kt := newKernelTest(t, engine, 8, 3, h, 8)
+		x, w := kt.randn(rows*h), kt.randn(h)
+		out := kt.zeros(rows * h)
+		n := (rows - first + stride - 1) / stride
+		kt.launch(kt.k.rmsnorm, cuda.Dim3{X: n}, 256, 0, kt.f32(x), first, stride, h, kt.f32(w), float32(1e-5), out)
+		var want []float32
+		for r := first; r < rows; r += stride {
+			y := make([]float32, h)
+			rmsNorm(y, x[r*h:(r+1)*h], w, 1e-5)
+			want = append(want, y...)
+		}
+		tol := 1e-5
+		if engine == "bf16" {
+			tol = 1.0 / 256
+		}
+		near(t, engine+" rmsnorm", kt.getElem(out, n*h), want, tol)
+	}
+}
+
+// TestCUDAQKNormRope: queries and keys normalized and rotated as forward.go
+// does, in head-major order and at their cache positions; values copied.
+func TestCUDAQKNormRope(t *testing.T) {
+	for _, hd := range []int{8, 64} {
+		const b, s, nh, nkv, b0, pos0, maxSeq, maxBatch = 2, 3, 4, 2, 1, 2, 8, 3
+		c := &Config{HeadDim: hd, RopeTheta: 1e4, NormEps: 1e-5}
+		kt := newKernelTest(t, "f32", hd, 3, 8, 8)
+		width := (nh + 2*nkv) * hd
+		qkv, qn, kn := kt.randn(b*s*width), kt.randn(hd), kt.randn(hd)
+		q, kc, vc := kt.zeros(b*nh*s*hd), kt.zeros(maxBatch*nkv*maxSeq*hd), kt.zeros(maxBatch*nkv*maxSeq*hd)
+		kt.launch(kt.k.qkNormRope, cuda.Dim3{X: b * s}, 256, 0, kt.f32(qkv), s, nh, nkv, b0, pos0, maxSeq,
+			kt.f32(qn), kt.f32(kn), float32(c.NormEps), kt.f32(ropeTable(c, maxSeq)), q, kc, vc)
+		gq, gk, gv := get[float32](kt, q, b*nh*s*hd), get[float32](kt, kc, maxBatch*nkv*maxSeq*hd), get[float32](kt, vc, maxBatch*nkv*maxSeq*hd)
+		for bi := range b {
+			for si := range s {
+				row := qkv[(bi*s+si)*width:]
+				for h := range nh + 2*nkv {
+					head := slices.Clone(row[h*hd : (h+1)*hd])
+					var got []float32
+					switch {
+					case h < nh:
+						rmsNorm(head, head, qn, c.NormEps)
+						rope(head, pos0+si, c.RopeTheta)
+						got = gq[((bi*nh+h)*s+si)*hd:][:hd]
+					case h < nh+nkv:
+						rmsNorm(head, head, kn, c.NormEps)
+						rope(head, pos0+si, c.RopeTheta)
+						got = gk[(((b0+bi)*nkv+h-nh)*maxSeq+pos0+si)*hd:][:hd]
+					default:
+						got = gv[(((b0+bi)*nkv+h-nh-nkv)*maxSeq+pos0+si)*hd:][:hd]
+					}
+					near(t, "q/k/v head", got, head, 1e-5)
+				}
+			}
+		}
+	}
+}
+
+// TestCUDAAttention: causal GQA attention against a direct softmax, for
+// numbers of keys that are and are not multiples of the kernel's 4.
+func TestCUDAAttention(t *testing.T) {
+	for _, tc := range []struct{ hd, nh, nkv, pos0 int }{{8, 4, 2, 5}, {64, 4, 1, 0}, {64, 6, 3, 2}} {
+		const b, s, b0, maxSeq, maxBatch = 2, 3, 1, 9, 3
+		kt := newKernelTest(t, "f32", tc.hd, 3, 8, 8)
+		hd, nh, nkv := tc.hd, tc.nh, tc.nkv
+		q, kc, vc := kt.randn(b*nh*s*hd), kt.randn(maxBatch*nkv*maxSeq*hd), kt.randn(maxBatch*nkv*maxSeq*hd)
+		out := kt.zeros(b * s * nh * hd)
+		scale := float32(1 / math.Sqrt(float64(hd)))
+		kt.launch(kt.k.attention, cuda.Dim3{X: (b*s*nh + 3) / 4}, 128, 0, kt.f32(q), b, s, nh, nkv, b0, tc.pos0, maxSeq,
+			kt.f32(kc), kt.f32(vc), scale, out)
+		got := get[float32](kt, out, b*s*nh*hd)
+		for bi := range b {
+			for si := range s {
+				for h := range nh {
+					qh := q[((bi*nh+h)*s+si)*hd:][:hd]
+					base := ((b0+bi)*nkv + h/(nh/nkv)) * maxSeq * hd
+					n := tc.pos0 + si + 1
+					scores, m := make([]float64, n), math.Inf(-1)
+					for j := range n {
+						scores[j] = float64(dot(qh, kc[base+j*hd:][:hd]) * scale)
+						m = max(m, scores[j])
+					}
+					var sum float64
+					for j := range scores {
+						scores[j] = math.Exp(scores[j] - m)
+						sum += scores[j]
+					}
+					want := make([]float32, hd)
+					for d := range want {
+						var o float64
+						for j, p := range scores {
+							o += p / sum * float64(vc[base+j*hd+d])
+						}
+						want[d] = float32(o)
+					}
+					near(t, "attention", got[((bi*s+si)*nh+h)*hd:][:hd], want, 1e-5)
+				}
+			}
+		}
+	}
+}
+
+// TestCUDAShortConv: B⊙x through the causal conv with the state as history,
+// gated by C; the new state is the last convL-1 inputs.
+func TestCUDAShortConv(t *testing.T) {
+	const b, s, h, b0, L, maxBatch = 2, 4, 37, 1, 3, 3
+	kt := newKernelTest(t, "f32", 8, L, h, 8)
+	bcx, w, state := kt.randn(b*s*3*h), kt.randn(h*L), kt.randn(maxBatch*(L-1)*h)
+	stateBuf, out := kt.f32(state), kt.zeros(b*s*h)
+	kt.launch(kt.k.shortConv, cuda.Dim3{X: (h + 127) / 128, Y: b}, 128, 0, kt.f32(bcx), s, h, b0, kt.f32(w), stateBuf, out)
+	got, gotState := get[float32](kt, out, b*s*h), get[float32](kt, stateBuf, maxBatch*(L-1)*h)
+	for bi := range b {
+		var seq [][]float32
+		for j := range L - 1 {
+			seq = append(seq, state[((b0+bi)*(L-1)+j)*h:][:h])
+		}
+		for si := range s {
+			r := bcx[(bi*s+si)*3*h:]
+			bx := make([]float32, h)
+			for i := range bx {
+				bx[i] = r[i] * r[2*h+i]
+			}
+			seq = append(seq, bx)
+		}
+		conv := causalConv(seq, w, L)
+		for si := range s {
+			for i := range conv[si] {
+				conv[si][i] *= bcx[(bi*s+si)*3*h+h+i]
+			}
+			near(t, "short conv", got[(bi*s+si)*h:][:h], conv[si], 1e-5)
+		}
+		for j := range L - 1 {
+			near(t, "conv state", gotState[((b0+bi)*(L-1)+j)*h:][:h], seq[len(seq)-(L-1)+j], 0)
+		}
+	}
+	// The other sequence's state is untouched.
+	near(t, "sequence 0's state", gotState[:(L-1)*h], state[:(L-1)*h], 0)
+}
+
+// moeCase is a small mixture of experts and its CPU weights.
+type moeCase struct {
+	c  *Config
+	lw *LayerWeights
+}
+
+func newMoECase(kt *kernelTest, h, im, e, k int, bias bool) moeCase {
+	c := &Config{Hidden: h, Experts: e, ExpertsPerToken: k, MoEIntermediate: im, NormTopK: true, RoutedScaling: 1}
+	lw := &LayerWeights{Gate: kt.randn(e * h)}
+	if bias {
+		lw.Bias = kt.randn(e)
+		for i := range lw.Bias {
+			lw.Bias[i] *= 0.1
+		}
+	}
+	scale := func(v []float32, s float64) []float32 {
+		for i := range v {
+			v[i] *= float32(s)
+		}
+		return v
+	}
+	for range e {
+		lw.Experts = append(lw.Experts, SwiGLU{W1: scale(kt.randn(im*h), 1/math.Sqrt(float64(h))),
+			W3: scale(kt.randn(im*h), 1/math.Sqrt(float64(h))), W2: scale(kt.randn(h*im), 1/math.Sqrt(float64(im))), Inter: im})
+	}
+	return moeCase{c, lw}
+}
+
+// TestCUDARoute: the chosen experts are the CPU's, in order, with its
+// weights, and each choice is counted.
+func TestCUDARoute(t *testing.T) {
+	for _, norm := range []bool{true, false} {
+		const tokens, h, e, k = 9, 37, 5, 2
+		kt := newKernelTest(t, "f32", 8, 3, h, 8)
+		mc := newMoECase(kt, h, 8, e, k, true)
+		mc.c.NormTopK, mc.c.RoutedScaling = norm, 1.5
+		x := kt.randn(tokens * h)
+		idx, wts, meta := kt.zeros(tokens*k), kt.zeros(tokens*k), kt.zeros(4*e+4)
+		xb, _ := kt.elem(x)
+		normFlag := 0
+		if norm {
+			normFlag = 1
+		}
+		kt.launch(kt.k.route, cuda.Dim3{X: (tokens + routeTokens - 1) / routeTokens}, 256, routeSmem(h, e), xb, tokens, h,
+			kt.f32(mc.lw.Gate), kt.f32(mc.lw.Bias), e, k, normFlag, float32(1.5), idx, wts, meta)
+		gotIdx, gotW, counts := get[int32](kt, idx, tokens*k), get[float32](kt, wts, tokens*k), get[int32](kt, meta, e)
+		wantCounts := make([]int32, e)
+		rows := make([][]float32, tokens)
+		for i := range rows {
+			rows[i] = x[i*h : (i+1)*h]
+		}
+		logits := linear(rows, mc.lw.Gate, e)
+		for i := range tokens {
+			wi, ww := route(mc.c, logits[i], mc.lw.Bias)
+			for j := range k {
+				if int(gotIdx[i*k+j]) != wi[j] {
+					t.Fatalf("token %d: experts %v, want %v", i, gotIdx[i*k:(i+1)*k], wi)
+				}
+				wantCounts[wi[j]]++
+			}
+			near(t, "router weights", gotW[i*k:(i+1)*k], ww, 1e-5)
+		}
+		if !slices.Equal(counts, wantCounts) {
+			t.Errorf("counts %v, want %v", counts, wantCounts)
+		}
+	}
+}
+
+// TestCUDAMoE: route, group, the persistent kernel and the combine give
+// x + moe(x) of the CPU, with vectorized and scalar weight loads, in both
+// engines, and the expert-load histogram counts the choices.
+func TestCUDAMoE(t *testing.T) {
+	for _, tc := range []struct {
+		engine      string
+		h, im, e, k int
+	}{{"f32", 48, 20, 5, 2}, {"f32", 37, 13, 4, 3}, {"bf16", 48, 24, 5, 2}, {"bf16", 48, 20, 6, 1}} {
+		const tokens = 13
+		kt := newKernelTest(t, tc.engine, 8, 3, tc.h, tc.im)
+		h, im, e, k := tc.h, tc.im, tc.e, tc.k
+		mc := newMoECase(kt, h, im, e, k, true)
+		x := kt.randn(tokens * h)
+		// The engine sees its element type: round the CPU's inputs alike.
+		xnBuf, xn := kt.elem(x)
+		var w13, w2 []float32
+		for i := range mc.lw.Experts {
+			ex := &mc.lw.Experts[i]
+			w13 = append(append(w13, ex.W1...), ex.W3...)
+			w2 = append(w2, ex.W2...)
+		}
+		w13Buf, w13Seen := kt.elem(w13)
+		w2Buf, w2Seen := kt.elem(w2)
+		for i := range mc.lw.Experts {
+			ex := &mc.lw.Experts[i]
+			ex.W1, ex.W3 = w13Seen[i*2*im*h:][:im*h], w13Seen[(i*2+1)*im*h:][:im*h]
+			ex.W2 = w2Seen[i*h*im:][:h*im]
+		}
+		pairs := tokens * k
+		topIdx, topW, slotRow, perm := kt.zeros(pairs), kt.zeros(pairs), kt.zeros(pairs), kt.zeros(pairs)
+		meta, load, gath := kt.zeros(4*e+4), kt.zeros(e), kt.zeros(pairs*h)
+		act, y, xBuf := kt.zeros(pairs*im), kt.zeros(pairs*h), kt.f32(x)
+		kt.launch(kt.k.route, cuda.Dim3{X: (tokens + routeTokens - 1) / routeTokens}, 256, routeSmem(h, e), xnBuf, tokens, h,
+			kt.f32(mc.lw.Gate), kt.f32(mc.lw.Bias), e, k, 1, float32(1), topIdx, topW, meta)
+		kt.launch(kt.k.moeOffsets, cuda.Dim3{X: 1}, 32, 0, e, moeTile, meta, load)
+		kt.launch(kt.k.moeScatter, cuda.Dim3{X: pairs}, 32, 0, xnBuf, h, k, topIdx, meta, e, perm, slotRow, 0, gath)
+		kt.launch(kt.k.moeGateUp, cuda.Dim3{X: kt.k.gateUpBlocks}, persistentThreads, 4*moeTile*h, xnBuf, h, im, w13Buf, perm, meta, e, act)
+		kt.launch(kt.k.moeDown, cuda.Dim3{X: kt.k.downBlocks}, persistentThreads, 4*moeTile*im, act, h, im, w2Buf, meta, e, y)
+		kt.launch(kt.k.moeCombine, cuda.Dim3{X: tokens}, 256, 0, y, h, k, slotRow, topW, xBuf)
+		got := get[float32](kt, xBuf, tokens*h)
+		rows := make([][]float32, tokens)
+		for i := range rows {
+			rows[i] = xn[i*h : (i+1)*h]
+		}
+		cpuLoad := make([]int, e)
+		ff := moe(mc.c, mc.lw, rows, cpuLoad)
+		want := slices.Clone(x)
+		for i := range tokens {
+			for d := range h {
+				want[i*h+d] += ff[i][d]
+			}
+		}
+		tol := 1e-5
+		if tc.engine == "bf16" {
+			tol = 1e-2 // the act between the two GEMMs is rounded to bf16
+		}
+		near(t, tc.engine+" moe", got, want, tol)
+		gotLoad := get[int32](kt, load, e)
+		for i := range cpuLoad {
+			if int(gotLoad[i]) != cpuLoad[i] {
+				t.Errorf("expert load %v, want %v", gotLoad, cpuLoad)
+				break
+			}
+		}
+		// The scan zeroed the counts for the next layer: scanning again gives
+		// empty experts.
+		kt.launch(kt.k.moeOffsets, cuda.Dim3{X: 1}, 32, 0, e, moeTile, meta, load)
+		if offs := get[int32](kt, meta, 2*e+1)[e:]; slices.ContainsFunc(offs, func(v int32) bool { return v != 0 }) {
+			t.Errorf("counts not zeroed for the next layer: offsets %v", offs)
+		}
+	}
+}
+
+func TestCUDASwiGLU(t *testing.T) {
+	const rows, inter = 7, 13
+	kt := newKernelTest(t, "f32", 8, 3, 8, 8)
+	hv, act := kt.randn(rows*2*inter), kt.zeros(rows*inter)
+	kt.launch(kt.k.swiglu, cuda.Dim3{X: 2}, 256, 0, kt.f32(hv), rows, inter, act)
+	want := make([]float32, rows*inter)
+	for r := range rows {
+		for i := range inter {
+			a, u := hv[r*2*inter+i], hv[r*2*inter+inter+i]
+			want[r*inter+i] = a / (1 + float32(math.Exp(-float64(a)))) * u
+		}
+	}
+	near(t, "swiglu", get[float32](kt, act, rows*inter), want, 1e-6)
+}
+
+// TestCUDAArgmax: the first of equal maxima wins, as in Argmax.
+func TestCUDAArgmax(t *testing.T) {
+	const v = 3001
+	kt := newKernelTest(t, "f32", 8, 3, 8, 8)
+	logits := kt.randn(4 * v)
+	logits[v+2000], logits[v+17] = 100, 100 // row 1: a tie, the lower index wins
+	logits[2*v+v-1] = 50                    // row 2: the last
+	for i := range v {                      // row 3: all equal
+		logits[3*v+i] = -1
+	}
+	out := kt.zeros(4)
+	kt.launch(kt.k.argmax, cuda.Dim3{X: 4}, 1024, 0, kt.f32(logits), v, out)
+	got := get[int32](kt, out, 4)
+	for r := range 4 {
+		if want := Argmax(logits[r*v : (r+1)*v]); int(got[r]) != want {
+			t.Errorf("row %d: argmax %d, want %d", r, got[r], want)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package lfm2
+
+// Splitting the layers over the GPUs of a pipeline by their measured cost.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gpulab/engine/cuda"
+)
+
+// splitLayers cuts costs (one per layer) into g contiguous, non-empty
+// stages so that the costliest stage is as cheap as possible, and returns
+// the g+1 boundaries: stage i has layers [bounds[i], bounds[i+1]).
+func splitLayers(costs []float64, g int) ([]int, error) {
+	n := len(costs)
+	if g < 1 || g > n {
+		return nil, fmt.Errorf("lfm2: cannot split %d layers over %d GPUs", n, g)
+	}
+	prefix := make([]float64, n+1)
+	for i, c := range costs {
+		prefix[i+1] = prefix[i] + c
+	}
+	// worst[k][i]: the best possible costliest stage when the first i
+	// layers form k stages; from[k][i] is where the k-th stage starts.
+	worst := make([][]float64, g+1)
+	from := make([][]int, g+1)
+	for k := range worst {
+		worst[k] = make([]float64, n+1)
+		from[k] = make([]int, n+1)
+		for i := range worst[k] {
+			worst[k][i] = math.Inf(1)
+		}
+	}
+	worst[0][0] = 0
+	for k := 1; k <= g; k++ {
+		for i := k; i <= n; i++ {
+			for j := k - 1; j < i; j++ {
+				if w := max(worst[k-1][j], prefix[i]-prefix[j]); w < worst[k][i] {
+					worst[k][i], from[k][i] = w, j
+				}
+			}
+		}
+	}
+	bounds := make([]int, g+1)
+	bounds[g] = n
+	for k := g; k > 0; k-- {
+		bounds[k-1] = from[k][bounds[k]]
+	}
+	return bounds, nil
+}
+
+// probeSeq is the sequence length of the micro-batch that times the layers.
+const probeSeq = 32
+
+// measureLayerCosts times one layer of each kind (conv or attention, dense
+// or MoE) on ctx, with random weights, over a micro-batch of MaxTokens
+// tokens, and returns each layer's cost in seconds; the LM head's is added
+// to the last layer.
+func measureLayerCosts(ctx *cuda.Context, c *Config, o CUDAOptions) ([]float64, error) {
+	probe := *c
+	probe.Layers, probe.DenseLayers = 4, 2
+	probe.LayerTypes = []string{Conv, Attention, Conv, Attention}
+	if c.Experts == 0 {
+		probe.DenseLayers = 4
+	}
+	s := min(probeSeq, o.MaxSeq, o.MaxTokens)
+	po := o
+	po.MaxSeq, po.MaxBatch = s, max(1, o.MaxTokens/s)
+	m, err := RandomModelCUDA([]*cuda.Context{ctx}, &probe, 1, po)
+	if err != nil {
+		return nil, fmt.Errorf("lfm2: timing the layers for the pipeline split: %w", err)
+	}
+	defer m.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	batch := make([][]int, po.MaxBatch)
+	for i := range batch {
+		batch[i] = make([]int, s)
+		for j := range batch[i] {
+			batch[i][j] = rng.IntN(c.Vocab)
+		}
+	}
+	b, _, flat, err := m.checkBatch(batch, 0)
+	if err != nil {
+		return nil, err
+	}
+	run := func() error { return m.prefill(b, s, flat, m.argmaxTo(0, false)) }
+	if err := run(); err != nil { // warm-up: cuBLAS heuristics, caches
+		return nil, err
+	}
+	prof, err := m.profiled(run)
+	if err != nil {
+		return nil, err
+	}
+	kind := func(l int) int { // the probe layer of the same kind as layer l
+		k := 0
+		if c.IsAttention(l) {
+			k++
+		}
+		if c.IsMoE(l) {
+			k += 2
+		}
+		return k
+	}
+	costs := make([]float64, c.Layers)
+	for l := range costs {
+		costs[l] = prof.Layers[kind(l)].Seconds()
+	}
+	costs[c.Layers-1] += prof.Head.Seconds()
+	return costs, nil
+}
+
+// enablePeers turns on direct access from each stage's GPU to the previous
+// one's memory, where the hardware allows it; without it the copies between
+// stages go through the host.
+func (m *CUDAModel) enablePeers() {
+	for i := 1; i < len(m.stages); i++ {
+		m.stages[i].p2p = m.stages[i].ctx.EnablePeerAccess(m.stages[i-1].ctx) == nil
+	}
+}

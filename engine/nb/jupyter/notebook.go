@@ -1,0 +1,276 @@
+package jupyter
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html"
+	"os"
+	"regexp"
+	"strings"
+
+	"gpulab/engine/atomicfile"
+)
+
+// Notebook is an nbformat 4 notebook. It is kept as decoded JSON, so that
+// every field this package does not know (metadata, cell ids, attachments)
+// is written back as it was read.
+type Notebook struct {
+	doc   map[string]any
+	cells []map[string]any
+}
+
+// ReadNotebook reads an .ipynb file.
+func ReadNotebook(path string) (*Notebook, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // execution counts and metadata numbers stay as written
+	nb := &Notebook{}
+	if err := dec.Decode(&nb.doc); err != nil {
+		return nil, fmt.Errorf("%s is not a notebook (JSON): %w", path, err)
+	}
+	if v, _ := nb.doc["nbformat"].(json.Number); v.String() != "4" {
+		return nil, fmt.Errorf("%s: nbformat %v, want 4", path, nb.doc["nbformat"])
+	}
+	cells, ok := nb.doc["cells"].([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: no list of cells", path)
+	}
+	for i, c := range cells {
+		cell, ok := c.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: cell #%d is not an object", path, i+1)
+		}
+		nb.cells = append(nb.cells, cell)
+	}
+	return nb, nil
+}
+
+// Write writes the notebook as Jupyter does (one-space indent, keys sorted,
+// no HTML escaping, multi-line texts as lists of lines), atomically.
+func (nb *Notebook) Write(path string) error {
+	for _, cell := range nb.cells {
+		splitLines(cell, "source")
+		outs, _ := cell["outputs"].([]any)
+		for _, o := range outs {
+			out, _ := o.(map[string]any)
+			splitLines(out, "text")
+			data, _ := out["data"].(map[string]any)
+			for mime := range data {
+				if strings.HasPrefix(mime, "text/") || mime == "application/javascript" || mime == "image/svg+xml" {
+					splitLines(data, mime)
+				}
+			}
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(nb.doc); err != nil {
+		return fmt.Errorf("encoding %s: %w", path, err)
+	}
+	return atomicfile.WriteBytes(path, b.Bytes())
+}
+
+// splitLines stores the string m[key] as a list of lines, each with its
+// newline, as nbformat writes source, stream text and textual data.
+func splitLines(m map[string]any, key string) {
+	s, ok := m[key].(string)
+	if !ok {
+		return
+	}
+	lines := []any{}
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n') + 1
+		if i == 0 {
+			i = len(s)
+		}
+		lines = append(lines, s[:i])
+		s = s[i:]
+	}
+	m[key] = lines
+}
+
+// cellSource is a cell's source, which nbformat stores as one string or as
+// a list of lines.
+func cellSource(cell map[string]any) string {
+	switch s := cell["source"].(type) {
+	case string:
+		return s
+	case []any:
+		var b strings.Builder
+		for _, line := range s {
+			str, _ := line.(string)
+			b.WriteString(str)
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// outputs turns the iopub messages of cell executions into nbformat
+// outputs, the way nbclient does: consecutive stream messages of one name
+// are merged, update_display_data replaces every output shown with its
+// display_id (in any cell), and clear_output empties the cell (at the next
+// output, with wait).
+type outputs struct {
+	cell         []map[string]any            // the outputs of the cell being executed
+	displays     map[string][]map[string]any // display_id -> outputs showing it
+	clearPending bool
+}
+
+func newOutputs() *outputs { return &outputs{displays: map[string][]map[string]any{}} }
+
+// start begins a new cell, whose outputs come after the given ones.
+func (o *outputs) start(first ...map[string]any) {
+	o.cell, o.clearPending = first, false
+}
+
+// add handles one iopub message of the cell being executed.
+func (o *outputs) add(msgType string, raw json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var c map[string]any
+	if err := dec.Decode(&c); err != nil {
+		return fmt.Errorf("%s message content is not JSON: %w", msgType, err)
+	}
+	var out map[string]any
+	switch msgType {
+	case "stream":
+		text, _ := c["text"].(string)
+		if o.clearPending {
+			o.cell, o.clearPending = nil, false
+		}
+		if n := len(o.cell); n > 0 && o.cell[n-1]["output_type"] == "stream" && o.cell[n-1]["name"] == c["name"] {
+			o.cell[n-1]["text"] = o.cell[n-1]["text"].(string) + text
+			return nil
+		}
+		out = map[string]any{"output_type": "stream", "name": c["name"], "text": text}
+	case "display_data", "execute_result":
+		out = map[string]any{"output_type": msgType, "data": c["data"], "metadata": orEmpty(c["metadata"])}
+		if msgType == "execute_result" {
+			out["execution_count"] = c["execution_count"]
+		}
+		if id := displayID(c); id != "" {
+			o.displays[id] = append(o.displays[id], out)
+		}
+	case "update_display_data":
+		for _, shown := range o.displays[displayID(c)] {
+			shown["data"], shown["metadata"] = c["data"], orEmpty(c["metadata"])
+		}
+		return nil
+	case "error":
+		out = map[string]any{"output_type": "error", "ename": c["ename"], "evalue": c["evalue"], "traceback": orList(c["traceback"])}
+	case "clear_output":
+		if wait, _ := c["wait"].(bool); wait {
+			o.clearPending = true
+		} else {
+			o.cell = nil
+		}
+		return nil
+	default: // execute_input, comm_*, ...: not outputs
+		return nil
+	}
+	if o.clearPending {
+		o.cell, o.clearPending = nil, false
+	}
+	o.cell = append(o.cell, out)
+	return nil
+}
+
+// list is the cell's outputs as nbformat stores them.
+func (o *outputs) list() []any {
+	l := make([]any, len(o.cell))
+	for i, out := range o.cell {
+		l[i] = out
+	}
+	return l
+}
+
+func displayID(content map[string]any) string {
+	t, _ := content["transient"].(map[string]any)
+	id, _ := t["display_id"].(string)
+	return id
+}
+
+func orEmpty(v any) any {
+	if v == nil {
+		return map[string]any{}
+	}
+	return v
+}
+
+func orList(v any) any {
+	if v == nil {
+		return []any{}
+	}
+	return v
+}
+
+// processFailed matches the last line that GoNB writes to a cell's stderr
+// when the cell's program or a `!` shell command failed. GoNB itself reports
+// only compile errors as cell errors; a panic, os.Exit(1) or a failing
+// shell line would otherwise pass.
+var processFailed = regexp.MustCompile(`(?m)^(\^C\n)?(exit status [1-9][0-9]*|signal: .+)$`)
+
+// failure says why a cell failed ("" if it did not): the kernel's error
+// reply, or a failed program in its stderr.
+func failure(reply executeReply, cellOutputs []map[string]any) string {
+	if reply.Status == "error" {
+		return reply.Ename + ": " + reply.Evalue
+	}
+	if reply.Status == "aborted" {
+		return "the kernel aborted the execution"
+	}
+	var stderr strings.Builder
+	for _, o := range cellOutputs {
+		if o["output_type"] == "stream" && o["name"] == "stderr" {
+			stderr.WriteString(o["text"].(string))
+		}
+	}
+	if m := processFailed.FindStringSubmatch(stderr.String()); m != nil {
+		return "the cell's program failed: " + m[2]
+	}
+	return ""
+}
+
+var (
+	htmlTag    = regexp.MustCompile(`(?s)<style.*?</style>|<[^>]+>`)
+	ansiColour = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+	blankLines = regexp.MustCompile(`\n[ \t]*(\n[ \t]*)+`)
+)
+
+// outputText is the plain text of a cell's outputs, for error reports:
+// streams, tracebacks, text/plain, else text/html without its tags (GoNB
+// shows compile errors as HTML). Terminal colours and runs of blank lines
+// are dropped.
+func outputText(cellOutputs []map[string]any) string {
+	var b strings.Builder
+	for _, o := range cellOutputs {
+		switch o["output_type"] {
+		case "stream":
+			b.WriteString(o["text"].(string))
+		case "error":
+			tb, _ := o["traceback"].([]any)
+			if len(tb) == 0 {
+				fmt.Fprintf(&b, "%v: %v\n", o["ename"], o["evalue"])
+			}
+			for _, l := range tb {
+				fmt.Fprintln(&b, l)
+			}
+		default:
+			data, _ := o["data"].(map[string]any)
+			if t, ok := data["text/plain"].(string); ok {
+				b.WriteString(t + "\n")
+			} else if h, ok := data["text/html"].(string); ok {
+				b.WriteString(html.UnescapeString(htmlTag.ReplaceAllString(h, "")) + "\n")
+			}
+		}
+	}
+	text := ansiColour.ReplaceAllString(b.String(), "")
+	return strings.TrimSpace(blankLines.ReplaceAllString(text, "\n"))
+}

@@ -1,0 +1,323 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"gpulab/datasets"
+	"gpulab/engine/cuda/cudatest"
+	"gpulab/engine/llm/lfm2"
+	"gpulab/engine/llm/tokenizer"
+)
+
+// lfm2TestConfig is a tiny lfm2_moe whose sequences end at 12 tokens.
+const lfm2TestConfig = `{"model_type": "lfm2_moe", "hidden_size": 16, "num_hidden_layers": 3, "vocab_size": 260,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "layer_types": ["conv", "full_attention", "conv"],
+  "max_position_embeddings": 12, "num_dense_layers": 1, "intermediate_size": 24,
+  "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8}`
+
+// lfm2TestModel writes a random model of lfm2TestConfig with a tokenizer:
+// the 256 byte characters as ids 0..255 (no merges) and <|bos|> = 256 in
+// front of every encoding.
+func lfm2TestModel(t *testing.T) (string, *lfm2.Config, *lfm2.Weights, *tokenizer.Tokenizer) {
+	t.Helper()
+	dir := t.TempDir()
+	c, err := lfm2.WriteRandomModel(dir, []byte(lfm2TestConfig), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab, next := map[string]int{}, 256
+	for b := range 256 { // GPT-2's byte characters: printable Latin-1 as itself, the others from U+0100 on
+		r := rune(b)
+		if !('!' <= b && b <= '~' || '¡' <= b && b <= '¬' || '®' <= b && b <= 'ÿ') {
+			r, next = rune(next), next+1
+		}
+		vocab[string(r)] = b
+	}
+	tj, _ := json.Marshal(map[string]any{
+		"added_tokens":  []any{map[string]any{"id": 256, "content": "<|bos|>", "special": true}},
+		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+		"post_processor": map[string]any{"type": "TemplateProcessing",
+			"single":         []any{map[string]any{"SpecialToken": map[string]any{"id": "<|bos|>"}}, map[string]any{"Sequence": map[string]any{"id": "A"}}},
+			"special_tokens": map[string]any{"<|bos|>": map[string]any{"ids": []int{256}}}},
+		"decoder": map[string]any{"type": "ByteLevel"},
+		"model":   map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}},
+	})
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := lfm2.OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	w, err := lfm2.LoadWeights(c, ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, c, w, tok
+}
+
+// TestLFM2Logits: the command writes what lfm2.Logits computes, as
+// [batch, seq, vocab].
+func TestLFM2Logits(t *testing.T) {
+	dir, c, w, _ := lfm2TestModel(t)
+	out := filepath.Join(t.TempDir(), "l.npy")
+	code, stdout, errs := lab("lfm2", "logits", "--model", dir, "--ids", "1 2 3, 259 0 7", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	got, shape, err := datasets.ReadNPYTensor(out)
+	if err != nil || !slices.Equal(shape, []int{2, 3, 260}) {
+		t.Fatalf("%s: shape %v, %v (stdout %q)", out, shape, err, stdout)
+	}
+	want, err := lfm2.Logits(c, w, [][]int{{1, 2, 3}, {259, 0, 7}})
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("logits differ from lfm2.Logits (%v)", err)
+	}
+}
+
+// TestLFM2Run: the streamed text is the greedy continuation, decoded.
+func TestLFM2Run(t *testing.T) {
+	dir, c, w, tok := lfm2TestModel(t)
+	code, stdout, errs := lab("lfm2", "run", "--model", dir, "--prompt", "hi", "--max-new", "5")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	ids, _ := tok.Encode("hi", true)
+	if !slices.Equal(ids, []int{256, 'h', 'i'}) {
+		t.Fatalf("prompt ids %v", ids)
+	}
+	gen, err := lfm2.Greedy(c, w, ids, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := tok.Decode(gen)
+	if stdout != want+"\n" {
+		t.Errorf("stdout %q, want %q", stdout, want+"\n")
+	}
+	if !strings.Contains(errs, "prompt 3 tokens") || !strings.Contains(errs, "decode") {
+		t.Errorf("stderr %q: want the prefill and decode rates", errs)
+	}
+}
+
+// TestLFM2Bench: a bench run's --out validates a second run, and a
+// perturbed reference fails it.
+func TestLFM2Bench(t *testing.T) {
+	dir, _, _, _ := lfm2TestModel(t)
+	tmp := t.TempDir()
+	ref, js := filepath.Join(tmp, "ref.npy"), filepath.Join(tmp, "b.json")
+	code, stdout, errs := lab("lfm2", "bench", "--model", dir, "--batch", "3", "--seq", "4", "--decode", "3", "--decode-batch", "1,2",
+		"--out", ref, "--json", js)
+	if code != 0 || !strings.Contains(stdout, "samples/s") || !strings.Contains(stdout, "decode at batch 1: 3 greedy steps after 4-token prompts") ||
+		!strings.Contains(stdout, "decode at batch 2: 3 greedy steps") {
+		t.Fatalf("exit %d: %s%s", code, stdout, errs)
+	}
+	var res lfm2BenchResult
+	if data, err := os.ReadFile(js); err != nil || json.Unmarshal(data, &res) != nil || res.Batch != 3 || res.SamplesPerSec <= 0 ||
+		len(res.Decode) != 2 || res.Decode[1].Batch != 2 || res.Decode[1].TokensPerSec <= 0 {
+		t.Errorf("json %+v, %v", res, err)
+	}
+	code, stdout, errs = lab("lfm2", "bench", "--model", dir, "--batch", "3", "--seq", "4", "--ref", ref)
+	if code != 0 || !strings.Contains(stdout, "validated 3/3 samples") || !strings.Contains(stdout, "top-1 agreement 100.00%") {
+		t.Fatalf("exit %d: %s%s", code, stdout, errs)
+	}
+	data, shape, _ := datasets.ReadNPYTensor(ref)
+	data[len(data)-1] += 0.5 // the last sample's last logit
+	bad := filepath.Join(tmp, "bad.npy")
+	if err := datasets.WriteNPYTensor(bad, data, shape); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errs = lab("lfm2", "bench", "--model", dir, "--batch", "3", "--seq", "4", "--ref", bad)
+	if code != 1 || !strings.Contains(stdout, "validated 2/3") || !strings.Contains(errs, "1 of 3 samples differ") {
+		t.Errorf("perturbed reference: exit %d: %s%s", code, stdout, errs)
+	}
+}
+
+// TestLFM2Errors: the bad inputs of issue #8 each give a clear error.
+func TestLFM2Errors(t *testing.T) {
+	dir, _, _, _ := lfm2TestModel(t)
+	empty := t.TempDir()
+	malformed := t.TempDir()
+	os.WriteFile(filepath.Join(malformed, "config.json"), []byte(`{"model_type": "lfm2_moe",`), 0o644)
+	truncated := t.TempDir()
+	for _, f := range []string{"config.json", "tokenizer.json", "model.safetensors"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "model.safetensors" {
+			data = data[:len(data)-100]
+		}
+		os.WriteFile(filepath.Join(truncated, f), data, 0o644)
+	}
+	out := filepath.Join(t.TempDir(), "x.npy")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "--model", dir, "--prompt", ""}, 2, "--prompt is empty"},
+		{[]string{"run", "--model", dir, "--prompt", "hello", "--max-new", "8"}, 1, "a 6-token prompt and 8 new tokens are longer than max_position_embeddings = 12"},
+		{[]string{"logits", "--model", dir, "--ids", "1 260", "--out", out}, 1, "token 260 (at 1) is outside the vocabulary of 260"},
+		{[]string{"logits", "--model", dir, "--ids", "0 1 2 3 4 5 6 7 8 9 10 11 12", "--out", out}, 1, "a sequence of 13 tokens is longer than max_position_embeddings = 12"},
+		{[]string{"logits", "--model", dir, "--ids", "1 2,3", "--out", out}, 1, "ragged: sequence lengths [2 1]"},
+		{[]string{"logits", "--model", dir, "--ids", "1 x", "--out", out}, 2, `"x" is not a token id`},
+		{[]string{"logits", "--model", dir, "--ids", "1,,2", "--out", out}, 2, "sequence 1 is empty"},
+		{[]string{"logits", "--model", empty, "--ids", "1", "--out", out}, 1, "config.json: no such file"},
+		{[]string{"logits", "--model", malformed, "--ids", "1", "--out", out}, 1, "config.json: unexpected end of JSON"},
+		{[]string{"logits", "--model", truncated, "--ids", "1", "--out", out}, 1, "model.safetensors"},
+		{[]string{"logits", "--model", dir, "--ids", "1", "--out", out, "--device", "cuda:99"}, 1, `unknown device "cuda:99"`},
+		{[]string{"logits", "--model", dir, "--ids", "1", "--out", out, "--dtype", "bf16"}, 2, "the CPU reference computes in f32"},
+		{[]string{"logits", "--model", dir, "--ids", "1", "--out", out, "--device", "tpu"}, 2, `--device "tpu"`},
+		{[]string{"bench", "--random", "lfm2-8b-a1b"}, 1, "8.34 billion parameters (33.4 GB in float32)"},
+		{[]string{"bench", "--random", "gpt-5"}, 2, `no preset "gpt-5"`},
+		{[]string{"bench", "--model", dir, "--random", "lfm2-8b-a1b"}, 2, "exactly one of --model DIR and --random NAME"},
+		{[]string{"bench", "--model", dir, "--batch", "1", "--seq", "2", "--ref", out}, 1, "x.npy"},
+		{[]string{"bench", "--model", dir, "--compare-moe"}, 2, "--compare-moe compares the CUDA engine's MoE paths"},
+		{[]string{"bench", "--model", dir, "--decode", "2", "--decode-batch", "1,0"}, 2, `"0" is not a positive batch size`},
+		{[]string{"bench", "--model", dir, "--reps", "0"}, 2, "want positive sizes"},
+		{[]string{"frobnicate"}, 2, `unknown subcommand "frobnicate"`},
+	} {
+		code, _, errs := lab(append([]string{"lfm2"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("lab lfm2 %q: exit %d, stderr %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+}
+
+// lfm2Fixture is a transformers fixture directory (from lab/) and its ids
+// in --ids form.
+func lfm2Fixture(t *testing.T, name string) (dir, ids string) {
+	t.Helper()
+	dir = filepath.Join("..", "datasets", "testdata", "lfm2", name)
+	data, err := os.ReadFile(filepath.Join(dir, "ids.json"))
+	if err != nil {
+		t.Skipf("no fixture: %v", err)
+	}
+	var f struct{ Batch [][]int }
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	var seqs []string
+	for _, seq := range f.Batch {
+		seqs = append(seqs, strings.Trim(fmt.Sprint(seq), "[]"))
+	}
+	return dir, strings.Join(seqs, ",")
+}
+
+// TestLFM2CUDAFixtures: logits on one GPU and on the pipeline of every GPU
+// match transformers' fixture logits within 1e-4.
+func TestLFM2CUDAFixtures(t *testing.T) {
+	cudatest.Context(t)
+	for _, name := range []string{"dense", "moe"} {
+		dir, ids := lfm2Fixture(t, name)
+		want, wantShape, err := datasets.ReadNPYTensor(filepath.Join(dir, "logits.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, device := range []string{"cuda:0", "all-gpus"} {
+			out := filepath.Join(t.TempDir(), "l.npy")
+			code, stdout, errs := lab("lfm2", "logits", "--model", dir, "--ids", ids, "--out", out, "--device", device)
+			if code != 0 {
+				t.Fatalf("%s on %s: exit %d: %s", name, device, code, errs)
+			}
+			got, shape, err := datasets.ReadNPYTensor(out)
+			if err != nil || !slices.Equal(shape, wantShape) {
+				t.Fatalf("%s on %s: shape %v, want %v, %v (stdout %q)", name, device, shape, wantShape, err, stdout)
+			}
+			worst := 0.0
+			for i := range got {
+				if d := math.Abs(float64(got[i] - want[i])); d > worst || math.IsNaN(d) {
+					worst = d
+				}
+			}
+			if !(worst <= 1e-4) {
+				t.Errorf("%s on %s: max |diff| %.3g from logits.npy, want <= 1e-4", name, device, worst)
+			}
+		}
+	}
+}
+
+// TestLFM2CUDARun: greedy text on the GPU is the CPU reference's.
+func TestLFM2CUDARun(t *testing.T) {
+	cudatest.Context(t)
+	dir, _, _, _ := lfm2TestModel(t)
+	args := []string{"lfm2", "run", "--model", dir, "--prompt", "hi", "--max-new", "5"}
+	_, want, _ := lab(args...)
+	code, got, errs := lab(append(args, "--device", "cuda:0")...)
+	if code != 0 || got != want {
+		t.Errorf("exit %d, stdout %q, want %q (stderr %q)", code, got, want, errs)
+	}
+}
+
+// TestLFM2CUDABench: bench on the GPU, validated against CPU logits of the
+// same ids, with the operation profile, the MoE paths and decode at two
+// batch sizes; and in bf16 and over every GPU.
+func TestLFM2CUDABench(t *testing.T) {
+	cudatest.Context(t)
+	dir, _ := lfm2Fixture(t, "moe")
+	tmp := t.TempDir()
+	ref, js := filepath.Join(tmp, "ref.npy"), filepath.Join(tmp, "b.json")
+	size := []string{"lfm2", "bench", "--model", dir, "--batch", "3", "--seq", "9"}
+	if code, stdout, errs := lab(append(size, "--out", ref)...); code != 0 {
+		t.Fatalf("CPU reference: exit %d: %s%s", code, stdout, errs)
+	}
+	code, stdout, errs := lab(append(size, "--device", "cuda:0", "--dtype", "f32", "--ref", ref, "--compare-moe",
+		"--decode", "2", "--decode-batch", "1,3", "--json", js)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, stdout, errs)
+	}
+	for _, want := range []string{"samples/s", "GPU time by operation", "router", "validated 3/3 samples",
+		"MoE paths", "experts (persistent)", "expert w1|w3 gemms", "decode at batch 1:", "decode at batch 3:"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	var res lfm2BenchResult
+	if data, err := os.ReadFile(js); err != nil || json.Unmarshal(data, &res) != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	if len(res.PrefillOps) == 0 || len(res.MoE) != 2 || len(res.Decode) != 2 || len(res.Decode[0].StepOps) == 0 ||
+		len(res.Stages) != 1 || res.Validated != 3 {
+		t.Errorf("json %+v", res)
+	}
+	for _, extra := range [][]string{{"--device", "cuda:0", "--dtype", "bf16"}, {"--device", "all-gpus", "--ref", ref}} {
+		if code, stdout, errs := lab(append(size, extra...)...); code != 0 {
+			t.Errorf("%q: exit %d: %s%s", extra, code, stdout, errs)
+		}
+	}
+}
+
+// TestLFM2ProfileTables: the operation table gives each operation's share
+// of the sum, and the MoE table puts the paths side by side, "-" where a
+// path has no such operation.
+func TestLFM2ProfileTables(t *testing.T) {
+	var b strings.Builder
+	printOpTimes(&b, []lfm2OpTime{{"expert w1|w3 gemms", 24, 3}, {"router", 8, 1}})
+	if !regexp.MustCompile(`expert w1\|w3 gemms +24 +3\.000 +75\.0\n +router +8 +1\.000 +25\.0\n$`).MatchString(b.String()) {
+		t.Errorf("operation table:\n%s", b.String())
+	}
+	b.Reset()
+	printMoEPaths(&b, []lfm2MoERecord{
+		{Path: "grouped", WallMS: 5, Ops: []lfm2OpTime{{"expert w1|w3 gemms", 24, 3}, {"router", 8, 1}}},
+		{Path: "persistent", WallMS: 9, Ops: []lfm2OpTime{{"experts (persistent)", 8, 7}, {"router", 8, 1.5}}},
+	})
+	for _, want := range []string{`grouped +persistent\n`, `expert w1\|w3 gemms +3\.000 +-\n`, `router +1\.000 +1\.500\n`,
+		`experts \(persistent\) +- +7\.000\n`, `wall +5\.000 +9\.000\n$`} {
+		if !regexp.MustCompile(want).MatchString(b.String()) {
+			t.Errorf("MoE table lacks %s:\n%s", want, b.String())
+		}
+	}
+}
