@@ -10,12 +10,13 @@ import (
 
 	"gpulab/engine"
 	"gpulab/engine/bench"
+	"gpulab/engine/cuda"
 )
 
 func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	device := fs.String("device", "cpu", "device id (lab devices lists them)")
+	device := fs.String("device", "cpu", "device id (lab devices lists them); all-gpus: kmedoids on every CUDA device of the host, next to cuda:0 alone")
 	sizes := fs.String("size", "", "comma-separated sizes (suite-specific, e.g. 64M for bandwidth suites); default: the suite's sweep for the device")
 	matrices := fs.String("matrix", "", "sparse suites: comma-separated matrices, each gen:SPEC (gen:rmat:scale=16,ef=8), a .mtx file or a SuiteSparse Group/Name; same as --size")
 	var km struct{ n, d, k, iters, batch int }
@@ -59,6 +60,16 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	gpus := 0 // --device all-gpus: the kmedoids sizes get gpus=N
+	if *device == "all-gpus" {
+		if name != "kmedoids" {
+			return usageError{fmt.Errorf("--device all-gpus is for the kmedoids suite, not %s", name)}
+		}
+		if gpus, err = cuda.DeviceCount(); err != nil || gpus == 0 {
+			return usageError{fmt.Errorf("--device all-gpus: no CUDA device (%v)", err)}
+		}
+		*device = "cuda:0"
+	}
 	dev, err := engine.Open(*device)
 	if err != nil {
 		return usageError{err}
@@ -71,6 +82,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		sizeList = append(sizeList, fmt.Sprintf("sigs:n=%d,k=%d", km.n, max(km.k, 1)))
 	case km.n != 0 || km.d != 0 || km.k != 0:
 		sizeList = append(sizeList, fmt.Sprintf("blobs:n=%d,d=%d,k=%d,iters=%d,batch=%d", km.n, km.d, km.k, km.iters, km.batch))
+	}
+	if gpus > 0 {
+		if len(sizeList) == 0 {
+			sizeList = suite.Sizes(dev.Info)
+		}
+		for i := range sizeList {
+			sizeList[i] += fmt.Sprintf(",gpus=%d", gpus)
+		}
 	}
 	recs, err := bench.Run(suite, dev, sizeList, opt)
 	if len(recs) > 0 {

@@ -9,55 +9,72 @@ import (
 	"gpulab/datasets"
 	"gpulab/engine"
 	"gpulab/engine/bench"
-	"gpulab/engine/cluster/kmedoids"
 	"gpulab/engine/cpu"
 )
 
 // Two suites on synthetic signatures (datasets.SyntheticSignatures, 7
-// features). Sizes are "sigs:n=N[,k=K][,cmin=10][,cmax=40]". Flops are the
-// useful SQFD flops: FlopsPerPair for every centroid pair of every cross
-// term evaluated. The CPU is all there is so far; the CUDA kernels come with
-// the GPU part of the k-medoids work.
+// features, Gaussian kernel). Sizes are
+// "sigs:n=N[,k=K][,cmin=10][,cmax=40][,gpus=G][,big=B]". Flops are the useful
+// SQFD flops: FlopsPerPair for every centroid pair of every cross term
+// evaluated. Times are wall clock (host calls that end with their results
+// on the host); on CUDA a record's params add kernel_ms, the GPU time of the
+// kernels alone (events), and kernel_pct_peak, its share of FP32 peak.
 //
-//	sqfd      distance throughput over N pairs (i, i+1): serial and parallel
+//	sqfd      distance throughput over N pairs (i, i+1): CPU serial and
+//	          parallel; on CUDA the cross_pairs kernel
 //	kmedoids  one assignment pass (N·K distances) and one score pass (Σ|C|²
-//	          distances), timed separately, from k-medoids++ medoids
+//	          distances), timed separately, from the same k-medoids++ medoids;
+//	          on CUDA the steps 01/02 and 04/05, the passes on G GPUs
+//	          (gpus=G, from lab bench --device all-gpus), and whole runs
+//	          (cuda_fit: ms per iteration, iterations to converge). The CPU
+//	          reference runs while its two passes take under 4·10¹⁰ flops.
 func init() {
 	for _, s := range []bench.Suite{
-		{Name: "sqfd", Doc: "SQFD distance throughput on synthetic signatures (Gaussian kernel): CPU serial and parallel", Cases: sqfdCases,
+		{Name: "sqfd", Doc: "SQFD distance throughput on synthetic signatures (Gaussian kernel): CPU serial and parallel, CUDA cross_pairs", Cases: sqfdCases,
 			Sizes: func(engine.Info) []string { return []string{"sigs:n=20000"} }},
-		{Name: "kmedoids", Doc: "k-medoids with SQFD: the assignment and score passes, timed separately; CPU reference", Cases: kmedoidsCases,
-			Sizes: func(engine.Info) []string { return []string{"sigs:n=2000,k=20"} }},
+		{Name: "kmedoids", Doc: "k-medoids with SQFD: the assignment and score passes, timed separately; CPU reference, CUDA steps 01-05, multi-GPU, whole runs", Cases: kmedoidsCases,
+			Sizes: func(dev engine.Info) []string {
+				if dev.Kind == engine.CUDA {
+					return []string{"sigs:n=5000,k=20", "sigs:n=100000,k=100"}
+				}
+				return []string{"sigs:n=2000,k=20"}
+			}},
 	} {
 		bench.Register(s)
 	}
 }
 
 // SigSpec is a parsed size of the sqfd and kmedoids suites.
-type SigSpec struct{ N, K, CMin, CMax int }
+type SigSpec struct{ N, K, CMin, CMax, GPUs, Big int }
 
-// ParseSigSpec reads "sigs:n=N[,k=K][,cmin=C][,cmax=C]".
+// ParseSigSpec reads "sigs:n=N[,k=K][,cmin=C][,cmax=C][,gpus=G][,big=B]".
 func ParseSigSpec(s string) (SigSpec, error) {
-	sp := SigSpec{K: 10, CMin: 10, CMax: 40}
+	sp := SigSpec{K: 10, CMin: 10, CMax: 40, GPUs: 1}
 	if !strings.HasPrefix(strings.TrimSpace(s), "sigs:") {
-		return sp, fmt.Errorf("sqfd: size %q: want sigs:n=N[,k=K][,cmin=C][,cmax=C]", s)
+		return sp, fmt.Errorf("sqfd: size %q: want sigs:n=N[,k=K][,cmin=C][,cmax=C][,gpus=G][,big=B]", s)
 	}
-	if err := bench.ParseFields(s, "sigs:", map[string]*int{"n": &sp.N, "k": &sp.K, "cmin": &sp.CMin, "cmax": &sp.CMax}); err != nil {
+	if err := bench.ParseFields(s, "sigs:", map[string]*int{"n": &sp.N, "k": &sp.K, "cmin": &sp.CMin, "cmax": &sp.CMax, "gpus": &sp.GPUs, "big": &sp.Big}); err != nil {
 		return sp, fmt.Errorf("sqfd: %w", err)
 	}
 	if sp.N <= 0 || sp.K <= 0 || sp.K > sp.N {
 		return sp, fmt.Errorf("sqfd: size %q: need 0 < k <= n", s)
 	}
+	if sp.GPUs < 1 {
+		return sp, fmt.Errorf("sqfd: size %q: need gpus >= 1", s)
+	}
 	return sp, nil
 }
 
 func setup(dev *engine.Device, size string) (SigSpec, *Metric, error) {
-	if dev.Kind != engine.CPU {
-		return SigSpec{}, nil, fmt.Errorf("sqfd: only the CPU reference exists so far, not %s", dev.ID)
+	if dev.Kind != engine.CPU && dev.Kind != engine.CUDA {
+		return SigSpec{}, nil, fmt.Errorf("sqfd: the suites run on the CPU and CUDA, not on %s", dev.ID)
 	}
 	sp, err := ParseSigSpec(size)
 	if err != nil {
 		return sp, nil, err
+	}
+	if sp.GPUs > 1 && dev.Kind != engine.CUDA {
+		return sp, nil, fmt.Errorf("sqfd: gpus=%d needs a CUDA device, not %s", sp.GPUs, dev.ID)
 	}
 	s, err := datasets.SyntheticSignatures(sp.N, sp.CMin, sp.CMax, Features, 1)
 	if err != nil {
@@ -103,7 +120,56 @@ func sqfdCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 			Check: func() (bench.Checked, error) { return compare(got, want), nil },
 		})
 	}
-	return cases, nil, nil
+	if dev.Kind != engine.CUDA {
+		return cases, nil, nil
+	}
+	c, closePairs, err := pairsCase(dev, m, flops, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.Params = bench.Params{"n": n, "cmin": sp.CMin, "cmax": sp.CMax}
+	return append(cases, c), closePairs, nil
+}
+
+// pairsCase times cross_pairs over the pairs (i, i+1) on the GPU (events:
+// the kernel alone).
+func pairsCase(dev *engine.Device, m *Metric, flops float64, want []float64) (bench.Case, func(), error) {
+	n := m.Len()
+	d, err := NewDeviceSignatures(dev.CUDA, m.Sigs, m.Kernel)
+	if err != nil {
+		return bench.Case{}, nil, err
+	}
+	first, second := make([]int32, n), make([]int32, n)
+	for i := range n {
+		first[i], second[i] = int32(i), int32((i+1)%n)
+	}
+	p, err := d.UploadPairs(first, second)
+	if err != nil {
+		d.Close()
+		return bench.Case{}, nil, err
+	}
+	timer, err := dev.CUDA.NewTimer(nil)
+	if err != nil {
+		p.Close()
+		d.Close()
+		return bench.Case{}, nil, err
+	}
+	var got []float64
+	return bench.Case{Variant: "cuda_pairs", Flops: flops, Tol: 1e-4,
+			Reset: func() error { got = nil; return nil },
+			Run:   func() (time.Duration, error) { return timer.Time(func() error { return p.Run(nil) }) },
+			Check: func() (bench.Checked, error) {
+				var err error
+				if got, err = p.Distances(); err != nil {
+					return bench.Checked{}, err
+				}
+				return compare(got, want), nil
+			},
+		}, func() {
+			timer.Destroy()
+			p.Close()
+			d.Close()
+		}, nil
 }
 
 // compare is the largest relative difference of two float64 results.
@@ -115,60 +181,4 @@ func compare(got, want []float64) bench.Checked {
 		}
 	}
 	return c
-}
-
-func kmedoidsCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
-	sp, m, err := setup(dev, size)
-	if err != nil {
-		return nil, nil, err
-	}
-	medoids, err := kmedoids.InitialMedoids(m, kmedoids.Config{K: sp.K, Seed: 2})
-	if err != nil {
-		return nil, nil, err
-	}
-	n := sp.N
-	labels, dist := make([]int32, n), make([]float64, n)
-	kmedoids.Assign(m, medoids, labels, dist)
-	var assignFlops, scoreFlops float64
-	for i := range n {
-		for _, md := range medoids {
-			assignFlops += float64(m.Pairs(i, md) * FlopsPerPair(Features))
-		}
-	}
-	list, offsets := kmedoids.Clusters(labels, sp.K)
-	for c := range sp.K {
-		for p := offsets[c]; p < offsets[c+1]; p++ {
-			for q := offsets[c]; q < offsets[c+1]; q++ {
-				scoreFlops += float64(m.Pairs(int(list[p]), int(list[q])) * FlopsPerPair(Features))
-			}
-		}
-	}
-	params := bench.Params{"n": n, "k": sp.K, "cmin": sp.CMin, "cmax": sp.CMax}
-	gotLabels, gotDist := make([]int32, n), make([]float64, n)
-	assign := bench.Case{Variant: "cpu_assignment", Baseline: true, Flops: assignFlops, Tol: 0, Params: params,
-		Run: func() (time.Duration, error) {
-			start := time.Now()
-			kmedoids.Assign(m, medoids, gotLabels, gotDist)
-			return time.Since(start), nil
-		},
-		Check: func() (bench.Checked, error) { return compare(gotDist, dist), nil },
-	}
-	want, _ := kmedoids.Update(m, labels, medoids)
-	var got []int
-	scores := bench.Case{Variant: "cpu_scores", CompareWith: "cpu_assignment", Flops: scoreFlops, Tol: 0, Params: params,
-		Run: func() (time.Duration, error) {
-			start := time.Now()
-			got, _ = kmedoids.Update(m, labels, medoids)
-			return time.Since(start), nil
-		},
-		Check: func() (bench.Checked, error) {
-			for c := range want {
-				if got[c] != want[c] {
-					return bench.Checked{}, fmt.Errorf("cluster %d: medoid %d, a serial pass says %d", c, got[c], want[c])
-				}
-			}
-			return bench.Checked{Worst: -1}, nil
-		},
-	}
-	return []bench.Case{assign, scores}, nil, nil
 }

@@ -78,9 +78,42 @@ func (c *Config) check(n int) error {
 	return nil
 }
 
+// Passes are the two steps of an iteration on some device: CPU(m) is the
+// parallel Go reference; engine/sqfd has the GPU ones. Run drives them.
+type Passes interface {
+	Len() int
+	// Assign labels every item with its nearest medoid (the lowest cluster
+	// index on ties) and stores the distance to it.
+	Assign(medoids []int, labels []int32, dist []float64) error
+	// Update returns each cluster's new medoid, the member whose distances
+	// to the cluster's members sum least (the lowest item index on ties; the
+	// old medoid if the cluster is empty), and the number of distances it
+	// evaluated (the sum of |C|²).
+	Update(labels []int32, medoids []int) ([]int, int64, error)
+}
+
+// CPU returns the passes of the parallel Go reference over m.
+func CPU(m Metric) Passes { return cpuPasses{m} }
+
+type cpuPasses struct{ m Metric }
+
+func (c cpuPasses) Len() int { return c.m.Len() }
+
+func (c cpuPasses) Assign(medoids []int, labels []int32, dist []float64) error {
+	Assign(c.m, medoids, labels, dist)
+	return nil
+}
+
+func (c cpuPasses) Update(labels []int32, medoids []int) ([]int, int64, error) {
+	next, evals := Update(c.m, labels, medoids)
+	return next, evals, nil
+}
+
 // InitialMedoids returns cfg.Medoids, or K medoids chosen by cfg.Init.
-func InitialMedoids(m Metric, cfg Config) ([]int, error) {
-	n := m.Len()
+// k-medoids++ takes each next medoid's distances to every item from an
+// assignment pass with that medoid alone, so it runs wherever p runs.
+func InitialMedoids(p Passes, cfg Config) ([]int, error) {
+	n := p.Len()
 	if err := cfg.check(n); err != nil {
 		return nil, err
 	}
@@ -92,20 +125,18 @@ func InitialMedoids(m Metric, cfg Config) ([]int, error) {
 		return rng.Perm(n)[:cfg.K], nil
 	}
 	medoids := []int{rng.IntN(n)}
-	best := make([]float64, n)
+	best, dist, labels := make([]float64, n), make([]float64, n), make([]int32, n)
 	for i := range best {
 		best[i] = math.Inf(1)
 	}
 	for len(medoids) < cfg.K {
-		last := medoids[len(medoids)-1]
-		cpu.Parallel(n, 256, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				best[i] = min(best[i], m.Distance(i, last))
-			}
-		})
+		if err := p.Assign(medoids[len(medoids)-1:], labels, dist); err != nil {
+			return nil, fmt.Errorf("kmedoids: k-medoids++, medoid %d: %w", len(medoids), err)
+		}
 		var total float64
-		for _, b := range best {
-			total += b * b
+		for i, d := range dist {
+			best[i] = min(best[i], d)
+			total += best[i] * best[i]
 		}
 		next := -1
 		if total > 0 {
@@ -130,12 +161,16 @@ func InitialMedoids(m Metric, cfg Config) ([]int, error) {
 	return medoids, nil
 }
 
-// Fit runs k-medoids on the CPU, with goroutines over the items: assign
-// every item to its nearest medoid (lowest cluster index on ties), then make
-// each cluster's medoid the member with the least sum of distances to the
-// others (lowest item index on ties), until the medoids stop changing.
-func Fit(m Metric, cfg Config) (*Result, error) {
-	medoids, err := InitialMedoids(m, cfg)
+// Fit runs k-medoids on the CPU, with goroutines over the items: Run with
+// CPU(m).
+func Fit(m Metric, cfg Config) (*Result, error) { return Run(CPU(m), cfg) }
+
+// Run runs k-medoids with passes p: assign every item to its nearest medoid
+// (lowest cluster index on ties), then make each cluster's medoid the member
+// with the least sum of distances to the others (lowest item index on ties),
+// until the medoids stop changing.
+func Run(p Passes, cfg Config) (*Result, error) {
+	medoids, err := InitialMedoids(p, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -143,12 +178,14 @@ func Fit(m Metric, cfg Config) (*Result, error) {
 	if maxIters == 0 {
 		maxIters = 100
 	}
-	n, k := m.Len(), cfg.K
+	n, k := p.Len(), cfg.K
 	r := &Result{Labels: make([]int32, n)}
 	dist := make([]float64, n)
 	for {
 		r.Evaluations += int64(n) * int64(k)
-		Assign(m, medoids, r.Labels, dist)
+		if err := p.Assign(medoids, r.Labels, dist); err != nil {
+			return nil, fmt.Errorf("kmedoids: iteration %d, assignment: %w", r.Iters, err)
+		}
 		var cost float64
 		for _, d := range dist {
 			cost += d
@@ -159,7 +196,10 @@ func Fit(m Metric, cfg Config) (*Result, error) {
 			break
 		}
 		r.Iters++
-		next, evals := Update(m, r.Labels, medoids)
+		next, evals, err := p.Update(r.Labels, medoids)
+		if err != nil {
+			return nil, fmt.Errorf("kmedoids: iteration %d, update: %w", r.Iters, err)
+		}
 		r.Evaluations += evals
 		if slices.Equal(next, medoids) {
 			break

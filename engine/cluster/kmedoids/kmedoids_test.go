@@ -1,6 +1,7 @@
 package kmedoids
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -93,5 +94,36 @@ func TestBadConfig(t *testing.T) {
 		if _, err := Fit(x, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+// failing passes fail their update from the given iteration on.
+type failing struct {
+	line
+	from, calls int
+}
+
+func (f *failing) Assign(medoids []int, labels []int32, dist []float64) error {
+	return CPU(f.line).Assign(medoids, labels, dist)
+}
+
+func (f *failing) Update(labels []int32, medoids []int) ([]int, int64, error) {
+	if f.calls++; f.calls >= f.from {
+		return nil, 0, errors.New("device lost")
+	}
+	return CPU(f.line).Update(labels, medoids)
+}
+
+// TestRunErrors: Run passes a device's error on, naming the iteration; and
+// Run with CPU passes is Fit.
+func TestRunErrors(t *testing.T) {
+	x := line{0, 1, 2, 10, 11, 13}
+	if _, err := Run(&failing{line: x, from: 2}, Config{K: 2, Medoids: []int{0, 1}}); err == nil || !strings.Contains(err.Error(), "iteration 2, update: device lost") {
+		t.Errorf("Run: %v", err)
+	}
+	a, _ := Run(CPU(x), Config{K: 2, Seed: 3})
+	b, _ := Fit(x, Config{K: 2, Seed: 3})
+	if !slices.Equal(a.Medoids, b.Medoids) || a.Cost != b.Cost {
+		t.Errorf("Run(CPU) %v %g, Fit %v %g", a.Medoids, a.Cost, b.Medoids, b.Cost)
 	}
 }
