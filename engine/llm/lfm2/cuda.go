@@ -9,18 +9,20 @@ package lfm2
 // of kernels/cuda/lfm2:
 //
 //	x̂ = rmsnorm(x)                               02
-//	attention: qkv = x̂·[Wq;Wk;Wv]ᵀ (cuBLAS)      03 norm+RoPE → q, caches
+//	attention: qkv = x̂·[Wq;Wk;Wv]ᵀ               03 norm+RoPE → q, caches
 //	           o = attention(q, caches)           04
-//	           x += o·Woᵀ (cuBLAS, beta = 1)
-//	conv:      bcx = x̂·Winᵀ (cuBLAS)             05 B⊙x, conv, C⊙
-//	           x += y·Woutᵀ (cuBLAS, beta = 1)
+//	           x += o·Woᵀ (beta = 1)
+//	conv:      bcx = x̂·Winᵀ                      05 B⊙x, conv, C⊙
+//	           x += y·Woutᵀ (beta = 1)
 //	x̂ = rmsnorm(x)                               02
 //	dense:     h = x̂·[W1;W3]ᵀ, a = silu⊙ (09), x += a·W2ᵀ
-//	MoE:       route (06), group (07), experts: cuBLAS per expert (07, 09)
+//	MoE:       route (06), group (07), experts: GEMMs per expert (07, 09)
 //	           or the persistent kernel (08), x += Σ w·y (07)
 //
-// then the final norm and the LM head (10). The residual stream x is fp32
-// in both engines; "elem" (the weights and the GEMM inputs) is fp32 or bf16.
+// then the final norm and the LM head (10). Every projection (·Wᵀ) is a
+// cuBLAS GEMM, or step 11's GEMV kernel for up to gemvMaxRows rows (decode).
+// The residual stream x is fp32 in both engines; "elem" (the weights and
+// the GEMM inputs) is fp32 or bf16.
 
 import (
 	"errors"
@@ -176,6 +178,7 @@ type kernelSet struct {
 	embed, rmsnorm, qkNormRope, attention, shortConv *cuda.Function
 	route, moeOffsets, moeScatter, moeCombine        *cuda.Function
 	moeGateUp, moeDown, swiglu, argmax               *cuda.Function
+	gemv1, gemv8                                     *cuda.Function
 	sms, gateUpBlocks, downBlocks                    int // persistent grids, see persistentGrid
 }
 
@@ -206,6 +209,7 @@ func compileKernels(ctx *cuda.Context, c *Config, o CUDAOptions) (*kernelSet, er
 		{"08_moe_persistent", []string{"moe_gate_up", "moe_down"}, []**cuda.Function{&k.moeGateUp, &k.moeDown}},
 		{"09_swiglu", []string{"swiglu"}, []**cuda.Function{&k.swiglu}},
 		{"10_lm_head", []string{"argmax_rows"}, []**cuda.Function{&k.argmax}},
+		{"11_gemv", []string{"gemv_1", "gemv_8"}, []**cuda.Function{&k.gemv1, &k.gemv8}},
 	} {
 		name := "lfm2/" + f.file
 		src, err := kernels.CUDA(name)
@@ -223,11 +227,10 @@ func compileKernels(ctx *cuda.Context, c *Config, o CUDAOptions) (*kernelSet, er
 		}
 	}
 	var err error
-	props := ctx.Properties()
-	if k.gateUpBlocks, err = persistentGrid(k.moeGateUp, props, moeTile*c.Hidden*4); err != nil {
+	if k.gateUpBlocks, err = persistentGrid(k.moeGateUp, k.sms); err != nil {
 		return nil, err
 	}
-	if k.downBlocks, err = persistentGrid(k.moeDown, props, moeTile*c.MoEIntermediate*4); err != nil {
+	if k.downBlocks, err = persistentGrid(k.moeDown, k.sms); err != nil {
 		return nil, err
 	}
 	return k, nil
@@ -235,17 +238,14 @@ func compileKernels(ctx *cuda.Context, c *Config, o CUDAOptions) (*kernelSet, er
 
 // persistentGrid is how many blocks of a persistent kernel fit on the GPU at
 // once: that many and no more, so that no block waits for a free SM. The
-// driver's occupancy query gives the limit of threads and registers; the
-// limit of dynamic shared memory is worked out here, as the query may refuse
-// sizes above 48 KiB before the kernel has been opted in to them (each block
-// also reserves 1 KiB).
-func persistentGrid(f *cuda.Function, p cuda.Properties, smem int) (int, error) {
+// driver's occupancy query gives the limit of threads and registers (the
+// kernels use no shared memory).
+func persistentGrid(f *cuda.Function, sms int) (int, error) {
 	per, err := f.MaxActiveBlocksPerSM(persistentThreads, 0)
 	if err != nil {
 		return 0, fmt.Errorf("lfm2: %w", err)
 	}
-	per = min(per, p.SharedPerSM/(smem+1024))
-	return p.SMs * max(1, per), nil
+	return sms * max(1, per), nil
 }
 
 // persistentThreads is the block of the persistent kernels (WARPS·32).
@@ -339,7 +339,7 @@ func laneSizes(c *Config, o CUDAOptions, head bool) laneElems {
 	s := laneElems{tokens: t, x: t * h, xn: t * h, q: t * attn,
 		big:  max(t*qkv, t*3*h, t*2*int64(c.Intermediate), p*2*im, p*h),
 		act:  max(t*attn, t*h, t*int64(c.Intermediate), p*im),
-		gath: p * h, pairs: max(p, 1), meta: int64(4*c.Experts + 4), load: int64(c.Layers * max(c.Experts, 1))}
+		gath: p * h, pairs: max(p, 1), meta: int64(4*c.Experts + 2), load: int64(c.Layers * max(c.Experts, 1))}
 	if head {
 		s.logits = int64(logitRows(o)) * int64(c.Vocab)
 	}
@@ -393,6 +393,10 @@ func ropeTable(c *Config, maxSeq int) []float32 {
 	return out
 }
 
+// maxExperts is the most experts the router's selection handles (each lane
+// of a warp marks its chosen experts in a 32-bit mask: 06_router.cu).
+const maxExperts = 32 * 32
+
 // checkCUDAConfig rejects configs the kernels cannot run.
 func checkCUDAConfig(c *Config) error {
 	var bad []string
@@ -401,6 +405,9 @@ func checkCUDAConfig(c *Config) error {
 	}
 	if c.ConvL < 1 || c.ConvL > 16 {
 		bad = append(bad, fmt.Sprintf("conv_L_cache %d (want 1 to 16)", c.ConvL))
+	}
+	if c.Experts > maxExperts {
+		bad = append(bad, fmt.Sprintf("num_experts %d (want at most %d)", c.Experts, maxExperts))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("lfm2: the CUDA engine cannot run this config: %s", strings.Join(bad, ", "))

@@ -134,7 +134,11 @@ func (ln *lane) launch(f *cuda.Function, grid, block, smem int, args ...any) err
 
 // gemm queues out[rows, n] = in[rows, k]·Wᵀ (+ out when accumulate), for a
 // weight W stored [n, k]; in and W are elem, out fp32; offsets in elements.
+// Up to gemvMaxRows rows it is step 11's GEMV kernel, above that cuBLAS.
 func (ln *lane) gemm(rows, n, k int, in *cuda.Buffer, inOff int, w *cuda.Buffer, wOff int, out *cuda.Buffer, outOff int, accumulate bool) error {
+	if rows <= gemvMaxRows {
+		return ln.st.k.gemv(ln.stream, ln.st.m.o.elemSize(), rows, n, k, in, inOff, w, wOff, out, outOff, accumulate)
+	}
 	t := ln.st.m.o.gemmType()
 	beta := float32(0)
 	if accumulate {
@@ -301,7 +305,7 @@ func (ln *lane) moe(dl *deviceLayer, l, T int) error {
 		if c.NormTopK {
 			norm = 1
 		}
-		return ln.launch(st.k.route, (T+routeTokens-1)/routeTokens, 256, routeSmem(h, e), ln.xn, T, h, dl.gate, dl.bias, e, k,
+		return ln.launch(st.k.route, (T+routeTokens-1)/routeTokens, routeThreads, routeSmem(h, e), ln.xn, T, h, dl.gate, dl.bias, e, k,
 			norm, float32(c.RoutedScaling), ln.topIdx, ln.topW, ln.meta)
 	}); err != nil {
 		return err
@@ -325,11 +329,11 @@ func (ln *lane) moe(dl *deviceLayer, l, T int) error {
 			return err
 		}
 		if err := ln.op("experts (persistent)", l, func() error {
-			if err := ln.launch(st.k.moeGateUp, st.k.gateUpBlocks, persistentThreads, 4*moeTile*h,
+			if err := ln.launch(st.k.moeGateUp, st.k.gateUpBlocks, persistentThreads, 0,
 				ln.xn, h, im, dl.w13, ln.perm, ln.meta, e, ln.act); err != nil {
 				return err
 			}
-			return ln.launch(st.k.moeDown, st.k.downBlocks, persistentThreads, 4*moeTile*im, ln.act, h, im, dl.w2, ln.meta, e, ln.big)
+			return ln.launch(st.k.moeDown, st.k.downBlocks, persistentThreads, 0, ln.act, h, im, dl.w2, ln.meta, e, ln.big)
 		}); err != nil {
 			return err
 		}
@@ -341,15 +345,63 @@ func (ln *lane) moe(dl *deviceLayer, l, T int) error {
 	})
 }
 
-// routeTokens is the tokens of one router block (TOKENS in 06_router.cu).
-const routeTokens = 4
+// routeTokens is the tokens of one router block (TOKENS in 06_router.cu),
+// and routeThreads its threads (ROUTE_WARPS·32).
+const (
+	routeTokens  = 4
+	routeThreads = 1024
+)
 
 // routeSmem is the router's dynamic shared memory for hidden h and e experts.
 func routeSmem(h, e int) int { return 4 * routeTokens * (h + 2*e) }
 
-// grouped runs the experts as dense cuBLAS GEMMs over their grouped rows:
-// the host waits for the per-expert offsets, then queues two GEMMs per expert
-// with tokens and one SwiGLU pass over all rows.
+// The GEMV kernel of step 11: up to gemvMaxRows input rows (GEMV_MAX_ROWS),
+// blocks of gemvThreads threads (GEMV_WARPS·32) computing gemvBlockRows
+// outputs (GEMV_WARPS·GEMV_ROWS).
+const (
+	gemvMaxRows   = 8
+	gemvThreads   = 128
+	gemvBlockRows = 8
+)
+
+// gemv queues out[rows, n] = in[rows, k]·Wᵀ (+ out when accumulate) with
+// step 11's kernel on stream s, for 1 to gemvMaxRows rows; in and W are
+// elements of es bytes, out fp32, offsets in elements. Each view is checked
+// against its buffer first.
+func (ks *kernelSet) gemv(s *cuda.Stream, es, rows, n, k int, in *cuda.Buffer, inOff int, w *cuda.Buffer, wOff int,
+	out *cuda.Buffer, outOff int, accumulate bool) error {
+	if rows < 1 || rows > gemvMaxRows || n < 1 || k < 1 {
+		return fmt.Errorf("lfm2: gemv of %d rows, %d outputs, %d inputs: want 1 to %d rows and positive sizes", rows, n, k, gemvMaxRows)
+	}
+	inPtr, err := devicePtr("input", in, int64(inOff), int64(rows*k), int64(es))
+	var wPtr, outPtr cuda.DevicePtr
+	if err == nil {
+		wPtr, err = devicePtr("weight", w, int64(wOff), int64(n*k), int64(es))
+	}
+	if err == nil {
+		outPtr, err = devicePtr("output", out, int64(outOff), int64(rows*n), 4)
+	}
+	if err != nil {
+		return fmt.Errorf("lfm2: gemv [%d, %d]·[%d, %d]ᵀ: %w", rows, k, n, k, err)
+	}
+	f, acc := ks.gemv8, 0
+	if rows == 1 {
+		f = ks.gemv1
+	}
+	if accumulate {
+		acc = 1
+	}
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: (n + gemvBlockRows - 1) / gemvBlockRows}, Block: cuda.Dim3{X: gemvThreads}, Stream: s}
+	if err := f.Launch(cfg, inPtr, rows, k, wPtr, n, outPtr, acc); err != nil {
+		return fmt.Errorf("lfm2: gemv [%d, %d]·[%d, %d]ᵀ: %w", rows, k, n, k, err)
+	}
+	return nil
+}
+
+// grouped runs the experts as dense GEMMs over their grouped rows (cuBLAS,
+// or step 11's GEMV for an expert with few rows): the host waits for the
+// per-expert offsets, then queues two GEMMs per expert with tokens and one
+// SwiGLU pass over all rows.
 func (ln *lane) grouped(dl *deviceLayer, l, T int) error {
 	st, c := ln.st, ln.st.m.c
 	h, e, k, im := c.Hidden, c.Experts, c.ExpertsPerToken, c.MoEIntermediate

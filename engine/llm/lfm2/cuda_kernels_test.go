@@ -5,9 +5,11 @@ package lfm2
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"gpulab/engine/cuda"
@@ -198,9 +200,16 @@ func TestCUDAFillNormal(t *testing.T) {
 	}
 }
 
+// TestCUDARMSNorm: strided rows normalized as rmsNorm does, for widths
+// that take the scalar path (37, and 4100: wider than the register path's
+// 4·RMS_VEC floats per thread) and the vector one (64, 2048).
 func TestCUDARMSNorm(t *testing.T) {
-	for _, engine := range []string{"f32", "bf16"} {
-		const rows, h, first, stride = 11, 37, 1, 3
+	for _, tc := range []struct {
+		engine string
+		h      int
+	}{{"f32", 37}, {"bf16", 37}, {"f32", 64}, {"bf16", 2048}, {"f32", 2048}, {"bf16", 4100}} {
+		const rows, first, stride = 11, 1, 3
+		engine, h := tc.engine, tc.h
 		kt := newKernelTest(t, engine, 8, 3, h, 8)
 		x, w := kt.randn(rows*h), kt.randn(h)
 		out := kt.zeros(rows * h)
@@ -216,7 +225,7 @@ func TestCUDARMSNorm(t *testing.T) {
 		if engine == "bf16" {
 			tol = 1.0 / 256
 		}
-		near(t, engine+" rmsnorm", kt.getElem(out, n*h), want, tol)
+		near(t, fmt.Sprintf("%s rmsnorm of width %d", engine, h), kt.getElem(out, n*h), want, tol)
 	}
 }
 
@@ -347,7 +356,7 @@ type moeCase struct {
 
 func newMoECase(kt *kernelTest, h, im, e, k int, bias bool) moeCase {
 	c := &Config{Hidden: h, Experts: e, ExpertsPerToken: k, MoEIntermediate: im, NormTopK: true, RoutedScaling: 1}
-	lw := &LayerWeights{Gate: kt.randn(e * h)}
+	lw := &LayerWeights{}
 	if bias {
 		lw.Bias = kt.randn(e)
 		for i := range lw.Bias {
@@ -360,6 +369,7 @@ func newMoECase(kt *kernelTest, h, im, e, k int, bias bool) moeCase {
 		}
 		return v
 	}
+	lw.Gate = scale(kt.randn(e*h), 1/math.Sqrt(float64(h))) // logits of order 1: sigmoids that do not saturate
 	for range e {
 		lw.Experts = append(lw.Experts, SwiGLU{W1: scale(kt.randn(im*h), 1/math.Sqrt(float64(h))),
 			W3: scale(kt.randn(im*h), 1/math.Sqrt(float64(h))), W2: scale(kt.randn(h*im), 1/math.Sqrt(float64(im))), Inter: im})
@@ -368,21 +378,34 @@ func newMoECase(kt *kernelTest, h, im, e, k int, bias bool) moeCase {
 }
 
 // TestCUDARoute: the chosen experts are the CPU's, in order, with its
-// weights, and each choice is counted.
+// weights, and each choice is counted: for inputs that take the scalar and
+// the vector gate loads, one token (decode) and several blocks, more
+// experts than lanes, and two experts whose scores tie exactly (the lower
+// index must win, across lanes and within one).
 func TestCUDARoute(t *testing.T) {
-	for _, norm := range []bool{true, false} {
-		const tokens, h, e, k = 9, 37, 5, 2
+	for _, tc := range []struct {
+		tokens, h, e, k int
+		norm            bool
+		tie             [2]int // experts made identical, and likely to be chosen
+	}{
+		{9, 37, 5, 2, true, [2]int{1, 3}}, {9, 37, 5, 2, false, [2]int{1, 3}}, {1, 64, 32, 4, true, [2]int{7, 30}},
+		{6, 2048, 32, 4, true, [2]int{0, 31}}, {5, 48, 40, 4, true, [2]int{2, 34}}, {13, 40, 70, 3, false, [2]int{5, 69}},
+	} {
+		tokens, h, e, k := tc.tokens, tc.h, tc.e, tc.k
 		kt := newKernelTest(t, "f32", 8, 3, h, 8)
 		mc := newMoECase(kt, h, 8, e, k, true)
-		mc.c.NormTopK, mc.c.RoutedScaling = norm, 1.5
+		mc.c.NormTopK, mc.c.RoutedScaling = tc.norm, 1.5
+		a, b := tc.tie[0], tc.tie[1]
+		copy(mc.lw.Gate[b*h:(b+1)*h], mc.lw.Gate[a*h:(a+1)*h])
+		mc.lw.Bias[a], mc.lw.Bias[b] = 2, 2
 		x := kt.randn(tokens * h)
-		idx, wts, meta := kt.zeros(tokens*k), kt.zeros(tokens*k), kt.zeros(4*e+4)
+		idx, wts, meta := kt.zeros(tokens*k), kt.zeros(tokens*k), kt.zeros(4*e+2)
 		xb, _ := kt.elem(x)
 		normFlag := 0
-		if norm {
+		if tc.norm {
 			normFlag = 1
 		}
-		kt.launch(kt.k.route, cuda.Dim3{X: (tokens + routeTokens - 1) / routeTokens}, 256, routeSmem(h, e), xb, tokens, h,
+		kt.launch(kt.k.route, cuda.Dim3{X: (tokens + routeTokens - 1) / routeTokens}, routeThreads, routeSmem(h, e), xb, tokens, h,
 			kt.f32(mc.lw.Gate), kt.f32(mc.lw.Bias), e, k, normFlag, float32(1.5), idx, wts, meta)
 		gotIdx, gotW, counts := get[int32](kt, idx, tokens*k), get[float32](kt, wts, tokens*k), get[int32](kt, meta, e)
 		wantCounts := make([]int32, e)
@@ -393,31 +416,40 @@ func TestCUDARoute(t *testing.T) {
 		logits := linear(rows, mc.lw.Gate, e)
 		for i := range tokens {
 			wi, ww := route(mc.c, logits[i], mc.lw.Bias)
+			if wi[0] != a || wi[1] != b {
+				t.Fatalf("%+v: token %d: the CPU chose %v, want the tied experts first", tc, i, wi)
+			}
 			for j := range k {
 				if int(gotIdx[i*k+j]) != wi[j] {
-					t.Fatalf("token %d: experts %v, want %v", i, gotIdx[i*k:(i+1)*k], wi)
+					t.Fatalf("%+v: token %d: experts %v, want %v", tc, i, gotIdx[i*k:(i+1)*k], wi)
 				}
 				wantCounts[wi[j]]++
 			}
 			near(t, "router weights", gotW[i*k:(i+1)*k], ww, 1e-5)
 		}
 		if !slices.Equal(counts, wantCounts) {
-			t.Errorf("counts %v, want %v", counts, wantCounts)
+			t.Errorf("%+v: counts %v, want %v", tc, counts, wantCounts)
 		}
 	}
 }
 
 // TestCUDAMoE: route, group, the persistent kernel and the combine give
 // x + moe(x) of the CPU, with vectorized and scalar weight loads, in both
-// engines, and the expert-load histogram counts the choices.
+// engines, and the expert-load histogram counts the choices: for one token
+// (decode), experts with several tiles of moeTile rows (40 tokens over 3
+// experts), a hidden size that is no multiple of the down kernel's two rows
+// (37), and more experts than a warp has lanes (the scan's second group).
 func TestCUDAMoE(t *testing.T) {
 	for _, tc := range []struct {
-		engine      string
-		h, im, e, k int
-	}{{"f32", 48, 20, 5, 2}, {"f32", 37, 13, 4, 3}, {"bf16", 48, 24, 5, 2}, {"bf16", 48, 20, 6, 1}} {
-		const tokens = 13
+		engine              string
+		tokens, h, im, e, k int
+	}{
+		{"f32", 13, 48, 20, 5, 2}, {"f32", 13, 37, 13, 4, 3}, {"bf16", 13, 48, 24, 5, 2}, {"bf16", 13, 48, 20, 6, 1},
+		{"bf16", 1, 64, 40, 8, 4}, {"f32", 1, 37, 13, 4, 2}, {"f32", 40, 64, 32, 3, 2}, {"bf16", 40, 48, 24, 3, 2},
+		{"bf16", 13, 64, 40, 40, 4}, {"f32", 5, 48, 20, 70, 3},
+	} {
 		kt := newKernelTest(t, tc.engine, 8, 3, tc.h, tc.im)
-		h, im, e, k := tc.h, tc.im, tc.e, tc.k
+		tokens, h, im, e, k := tc.tokens, tc.h, tc.im, tc.e, tc.k
 		mc := newMoECase(kt, h, im, e, k, true)
 		x := kt.randn(tokens * h)
 		// The engine sees its element type: round the CPU's inputs alike.
@@ -437,14 +469,14 @@ func TestCUDAMoE(t *testing.T) {
 		}
 		pairs := tokens * k
 		topIdx, topW, slotRow, perm := kt.zeros(pairs), kt.zeros(pairs), kt.zeros(pairs), kt.zeros(pairs)
-		meta, load, gath := kt.zeros(4*e+4), kt.zeros(e), kt.zeros(pairs*h)
+		meta, load, gath := kt.zeros(4*e+2), kt.zeros(e), kt.zeros(pairs*h)
 		act, y, xBuf := kt.zeros(pairs*im), kt.zeros(pairs*h), kt.f32(x)
-		kt.launch(kt.k.route, cuda.Dim3{X: (tokens + routeTokens - 1) / routeTokens}, 256, routeSmem(h, e), xnBuf, tokens, h,
+		kt.launch(kt.k.route, cuda.Dim3{X: (tokens + routeTokens - 1) / routeTokens}, routeThreads, routeSmem(h, e), xnBuf, tokens, h,
 			kt.f32(mc.lw.Gate), kt.f32(mc.lw.Bias), e, k, 1, float32(1), topIdx, topW, meta)
 		kt.launch(kt.k.moeOffsets, cuda.Dim3{X: 1}, 32, 0, e, moeTile, meta, load)
 		kt.launch(kt.k.moeScatter, cuda.Dim3{X: pairs}, 32, 0, xnBuf, h, k, topIdx, meta, e, perm, slotRow, 0, gath)
-		kt.launch(kt.k.moeGateUp, cuda.Dim3{X: kt.k.gateUpBlocks}, persistentThreads, 4*moeTile*h, xnBuf, h, im, w13Buf, perm, meta, e, act)
-		kt.launch(kt.k.moeDown, cuda.Dim3{X: kt.k.downBlocks}, persistentThreads, 4*moeTile*im, act, h, im, w2Buf, meta, e, y)
+		kt.launch(kt.k.moeGateUp, cuda.Dim3{X: kt.k.gateUpBlocks}, persistentThreads, 0, xnBuf, h, im, w13Buf, perm, meta, e, act)
+		kt.launch(kt.k.moeDown, cuda.Dim3{X: kt.k.downBlocks}, persistentThreads, 0, act, h, im, w2Buf, meta, e, y)
 		kt.launch(kt.k.moeCombine, cuda.Dim3{X: tokens}, 256, 0, y, h, k, slotRow, topW, xBuf)
 		got := get[float32](kt, xBuf, tokens*h)
 		rows := make([][]float32, tokens)
@@ -463,11 +495,11 @@ func TestCUDAMoE(t *testing.T) {
 		if tc.engine == "bf16" {
 			tol = 1e-2 // the act between the two GEMMs is rounded to bf16
 		}
-		near(t, tc.engine+" moe", got, want, tol)
+		near(t, fmt.Sprintf("%+v: moe", tc), got, want, tol)
 		gotLoad := get[int32](kt, load, e)
 		for i := range cpuLoad {
 			if int(gotLoad[i]) != cpuLoad[i] {
-				t.Errorf("expert load %v, want %v", gotLoad, cpuLoad)
+				t.Errorf("%+v: expert load %v, want %v", tc, gotLoad, cpuLoad)
 				break
 			}
 		}
@@ -475,7 +507,7 @@ func TestCUDAMoE(t *testing.T) {
 		// empty experts.
 		kt.launch(kt.k.moeOffsets, cuda.Dim3{X: 1}, 32, 0, e, moeTile, meta, load)
 		if offs := get[int32](kt, meta, 2*e+1)[e:]; slices.ContainsFunc(offs, func(v int32) bool { return v != 0 }) {
-			t.Errorf("counts not zeroed for the next layer: offsets %v", offs)
+			t.Errorf("%+v: counts not zeroed for the next layer: offsets %v", tc, offs)
 		}
 	}
 }
@@ -493,6 +525,74 @@ func TestCUDASwiGLU(t *testing.T) {
 		}
 	}
 	near(t, "swiglu", get[float32](kt, act, rows*inter), want, 1e-6)
+}
+
+// TestCUDAGemv: step 11's kernel computes out (+)= in·Wᵀ like a float64 dot
+// of the values the GPU sees, for one row (gemv_1) and up to gemvMaxRows
+// (gemv_8); widths that take the vector loop with and without its tail and
+// lanes that run out early (200, 1280, 2056 bf16), the scalar path (37, and
+// rows that start off a 16-byte boundary), an odd number of outputs (the
+// last warp's second row is read but not written), views at offsets, and
+// accumulation into the residual stream. Bad views are errors.
+func TestCUDAGemv(t *testing.T) {
+	for _, tc := range []struct {
+		engine                          string
+		rows, n, k, inOff, wOff, outOff int
+		accumulate                      bool
+	}{
+		{"f32", 1, 7, 64, 0, 0, 0, false}, {"bf16", 1, 7, 64, 0, 0, 0, true}, {"bf16", 1, 257, 2048, 2048, 0, 3, true},
+		{"f32", 1, 33, 2048, 0, 0, 0, false}, {"bf16", 1, 64, 1280, 0, 1280, 0, false}, {"bf16", 1, 9, 200, 0, 0, 0, true},
+		{"f32", 3, 33, 37, 0, 0, 0, false}, {"bf16", 3, 33, 37, 37, 74, 5, true}, {"bf16", 2, 9, 64, 3, 0, 0, false},
+		{"f32", 8, 64, 1288, 0, 0, 0, true}, {"bf16", 8, 65, 2056, 0, 0, 0, false}, {"bf16", 5, 130, 512, 512, 512, 130, true},
+	} {
+		kt := newKernelTest(t, tc.engine, 8, 3, 8, 8)
+		rows, n, k := tc.rows, tc.n, tc.k
+		in, w := kt.randn(tc.inOff+rows*k), kt.randn(tc.wOff+n*k)
+		for i := range w {
+			w[i] /= float32(math.Sqrt(float64(k)))
+		}
+		init := kt.randn(tc.outOff + rows*n)
+		inBuf, inSeen := kt.elem(in)
+		wBuf, wSeen := kt.elem(w)
+		out := kt.f32(init)
+		es := 4
+		if tc.engine == "bf16" {
+			es = 2
+		}
+		if err := kt.k.gemv(nil, es, rows, n, k, inBuf, tc.inOff, wBuf, tc.wOff, out, tc.outOff, tc.accumulate); err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		got := get[float32](kt, out, tc.outOff+rows*n)
+		want := slices.Clone(init)
+		for r := range rows {
+			for j := range n {
+				var d float64
+				for i := range k {
+					d += float64(inSeen[tc.inOff+r*k+i]) * float64(wSeen[tc.wOff+j*k+i])
+				}
+				if tc.accumulate {
+					d += float64(init[tc.outOff+r*n+j])
+				}
+				want[tc.outOff+r*n+j] = float32(d)
+			}
+		}
+		near(t, fmt.Sprintf("%+v: gemv", tc), got, want, 1e-5)
+	}
+	kt := newKernelTest(t, "f32", 8, 3, 8, 8)
+	in, w, out := kt.zeros(5*16), kt.zeros(16*16), kt.zeros(3*16)
+	for _, tc := range []struct {
+		rows, n, k, inOff int
+		want              string
+	}{
+		{0, 16, 16, 0, "want 1 to 8 rows"}, {9, 16, 16, 0, "want 1 to 8 rows"}, {1, 16, 0, 0, "positive sizes"},
+		{5, 16, 16, 1, "input: 80 values at element 1 overrun a buffer of 320 bytes"},
+		{1, 17, 16, 0, "weight: 272 values at element 0 overrun"}, {4, 16, 16, 0, "output: 64 values at element 0 overrun"},
+	} {
+		err := kt.k.gemv(nil, 4, tc.rows, tc.n, tc.k, in, tc.inOff, w, 0, out, 0, false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("gemv %+v: %v, want an error with %q", tc, err, tc.want)
+		}
+	}
 }
 
 // TestCUDAArgmax: the first of equal maxima wins, as in Argmax.

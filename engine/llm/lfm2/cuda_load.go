@@ -409,10 +409,20 @@ func (p piece) ptr(o CUDAOptions) (cuda.DevicePtr, error) {
 	if p.f32 {
 		size = 4
 	}
-	if (p.off+p.n)*size > int64(p.dst.Size()) {
-		return 0, fmt.Errorf("lfm2: %s: %d values at %d overrun a buffer of %d bytes", p.name, p.n, p.off, p.dst.Size())
+	ptr, err := devicePtr(p.name, p.dst, p.off, p.n, size)
+	if err != nil {
+		return 0, fmt.Errorf("lfm2: %w", err)
 	}
-	return p.dst.Ptr() + cuda.DevicePtr(p.off*size), nil
+	return ptr, nil
+}
+
+// devicePtr is the address of n values of size bytes from element off of b,
+// checked against b's size.
+func devicePtr(what string, b *cuda.Buffer, off, n, size int64) (cuda.DevicePtr, error) {
+	if off < 0 || n < 0 || (off+n)*size > int64(b.Size()) {
+		return 0, fmt.Errorf("%s: %d values at element %d overrun a buffer of %d bytes", what, n, off, b.Size())
+	}
+	return b.Ptr() + cuda.DevicePtr(off*size), nil
 }
 
 // gridStride is a launch for a grid-stride loop over n elements.

@@ -166,3 +166,28 @@ func TestTop1Agreement(t *testing.T) {
 		t.Error("mismatched lengths: no error")
 	}
 }
+
+// TestCheckCUDAConfig: configs the kernels cannot run are refused, naming
+// every problem.
+func TestCheckCUDAConfig(t *testing.T) {
+	for _, tc := range []struct {
+		c    Config
+		want []string
+	}{
+		{Config{HeadDim: 64, ConvL: 3, Experts: 32}, nil},
+		{Config{HeadDim: 64, ConvL: 3, Experts: maxExperts}, nil},
+		{Config{HeadDim: 63, ConvL: 3}, []string{"head_dim 63"}},
+		{Config{HeadDim: 64, ConvL: 0, Experts: maxExperts + 1}, []string{"conv_L_cache 0", "num_experts 1025 (want at most 1024)"}},
+	} {
+		err := checkCUDAConfig(&tc.c)
+		if (err == nil) != (tc.want == nil) {
+			t.Errorf("%+v: %v, want errors %q", tc.c, err, tc.want)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%+v: %v, want an error with %q", tc.c, err, w)
+			}
+		}
+	}
+}

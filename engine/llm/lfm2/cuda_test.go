@@ -112,16 +112,22 @@ func randomBatch(rng *rand.Rand, b, s, vocab int) [][]int {
 // TestCUDALogitsMatchCPU: the fp32 engine's logits at every position are
 // the CPU reference's within 1e-4, for each model, each MoE path, with
 // micro-batches on both lanes, and stored F32 or BF16 (converted on the GPU).
+// Micro-batches of 7 tokens run every projection as step 11's GEMV (at most
+// gemvMaxRows rows), those of 11 tokens through cuBLAS.
 func TestCUDALogitsMatchCPU(t *testing.T) {
 	ctx := cudatest.Context(t)
-	for _, tc := range []struct{ model, stored, moe string }{
-		{"moe", "F32", MoEAuto}, {"moe", "F32", MoEGrouped}, {"moe", "BF16", MoEPersistent},
-		{"dense", "F16", MoEAuto}, {"router", "F32", MoEGrouped}, {"router", "F32", MoEPersistent},
+	for _, tc := range []struct {
+		model, stored, moe string
+		seq                int
+	}{
+		{"moe", "F32", MoEAuto, 7}, {"moe", "F32", MoEGrouped, 7}, {"moe", "BF16", MoEPersistent, 7},
+		{"dense", "F16", MoEAuto, 7}, {"router", "F32", MoEGrouped, 7}, {"router", "F32", MoEPersistent, 7},
+		{"moe", "F32", MoEAuto, 11}, {"dense", "F32", MoEAuto, 11},
 	} {
-		t.Run(fmt.Sprintf("%s/%s/%s", tc.model, tc.stored, tc.moe), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s/%d", tc.model, tc.stored, tc.moe, tc.seq), func(t *testing.T) {
 			c, ck, w := cudaCheckpoint(t, tc.model, tc.stored)
 			m := newCUDATest(t, []*cuda.Context{ctx}, c, ck, CUDAOptions{MaxBatch: 3, MaxSeq: 16, MaxTokens: 16, MoE: tc.moe})
-			batch := randomBatch(rand.New(rand.NewPCG(1, 2)), 3, 7, c.Vocab)
+			batch := randomBatch(rand.New(rand.NewPCG(1, 2)), 3, tc.seq, c.Vocab)
 			want, err := Logits(c, w, batch)
 			if err != nil {
 				t.Fatal(err)
@@ -135,7 +141,7 @@ func TestCUDALogitsMatchCPU(t *testing.T) {
 			if d > 1e-4 {
 				v := c.Vocab
 				t.Errorf("max |diff| %.3g at sequence %d, position %d, token %d: got %g, want %g",
-					d, at/(7*v), at/v%7, at%v, got[at], want[at])
+					d, at/(tc.seq*v), at/v%tc.seq, at%v, got[at], want[at])
 			}
 			// The expert load is the CPU's: the same experts were chosen.
 			if c.Experts > 0 {
@@ -165,14 +171,18 @@ func TestCUDALogitsMatchCPU(t *testing.T) {
 }
 
 // TestCUDAGenerateMatchesCPU: greedy and sampled generation give the CPU's
-// tokens, for a batch of two prompts, on the device-fed greedy path too.
+// tokens, for one prompt (the decode GEMVs of one row) and a batch of two,
+// on the device-fed greedy path too.
 func TestCUDAGenerateMatchesCPU(t *testing.T) {
 	ctx := cudatest.Context(t)
 	for _, name := range []string{"moe", "dense"} {
 		c, ck, w := cudaCheckpoint(t, name, "F32")
 		m := newCUDATest(t, []*cuda.Context{ctx}, c, ck, CUDAOptions{MaxBatch: 2, MaxSeq: 20})
-		prompts := randomBatch(rand.New(rand.NewPCG(3, 4)), 2, 5, c.Vocab)
-		for _, s := range []Sampling{{}, {Temperature: 0.8, TopP: 0.9, Seed: 7}} {
+		for _, tc := range []struct {
+			batch int
+			s     Sampling
+		}{{1, Sampling{}}, {2, Sampling{}}, {2, Sampling{Temperature: 0.8, TopP: 0.9, Seed: 7}}} {
+			prompts, s := randomBatch(rand.New(rand.NewPCG(3, 4)), tc.batch, 5, c.Vocab), tc.s
 			collect := func(gen func(func(int, []int) error) error) [][]int {
 				var steps [][]int
 				if err := gen(func(step int, toks []int) error {
@@ -189,7 +199,7 @@ func TestCUDAGenerateMatchesCPU(t *testing.T) {
 			want := collect(func(emit func(int, []int) error) error { return GenerateBatch(c, w, prompts, 9, s, emit) })
 			got := collect(func(emit func(int, []int) error) error { return m.Generate(prompts, 9, s, emit) })
 			if !slices.EqualFunc(got, want, slices.Equal) {
-				t.Errorf("%s, %+v: GPU %v, CPU %v", name, s, got, want)
+				t.Errorf("%s, batch %d, %+v: GPU %v, CPU %v", name, tc.batch, s, got, want)
 			}
 		}
 	}

@@ -10,8 +10,8 @@
 // tensor cores: the grouped path). moe_combine then sums each token's k
 // outputs, weighted, into the residual stream, in slot order like the
 // reference, so the result does not depend on the order the atomics gave.
-// The scan also prepares the task list of the persistent kernel (step 08):
-// token tiles per expert, and the two task-queue counters reset to zero.
+// The scan also gives the persistent kernel (step 08) its units: the token
+// tiles of each expert, counted by tile_off.
 // Traffic: the gather writes T·k·H elements once; the combine reads T·k·H
 // floats once. A per-token loop over experts would instead read each chosen
 // expert's weights once per token.
@@ -19,28 +19,40 @@
 // host copy and wait per MoE layer. The persistent kernel avoids it.
 #include "lfm2/common.cuh"
 
-// meta, int32: counts[E] | offsets[E+1] | cursor[E] | tile_off[E+1] | queue[2]
+// meta, int32: counts[E] | offsets[E+1] | cursor[E] | tile_off[E+1]
 #define COUNTS(m, E) (m)
 #define OFFSETS(m, E) ((m) + (E))
 #define CURSOR(m, E) ((m) + 2 * (E) + 1)
 #define TILE_OFF(m, E) ((m) + 3 * (E) + 1)
-#define QUEUE(m, E) ((m) + 4 * (E) + 2)
 
-// moe_offsets scans the counts (one thread: E is a few dozen), adds them to
-// the layer's expert-load histogram, and zeroes them for the next router.
+// moe_offsets scans the counts with one warp: lanes take 32 experts at a
+// time, and shuffle scans give each its offsets among the rows and the
+// tiles. It adds the counts to the layer's expert-load histogram and zeroes
+// them for the next router. A single thread walking the experts would wait
+// on each expert's count in turn.
 extern "C" __global__ void moe_offsets(int E, int tile, int* meta, int* load) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
     int *counts = COUNTS(meta, E), *offsets = OFFSETS(meta, E), *cursor = CURSOR(meta, E), *tile_off = TILE_OFF(meta, E);
-    int o = 0, to = 0;
-    for (int e = 0; e < E; ++e) {
-        offsets[e] = o, cursor[e] = o, tile_off[e] = to;
-        o += counts[e];
-        to += (counts[e] + tile - 1) / tile;
-        load[e] += counts[e];
-        counts[e] = 0;
+    int lane = threadIdx.x, rows = 0, tiles = 0;  // totals of the experts before this group of 32
+    for (int base = 0; base < E; base += 32) {
+        int e = base + lane;
+        int n = e < E ? counts[e] : 0, nt = (n + tile - 1) / tile;
+        int sn = n, st = nt;  // inclusive scans over the group
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            int a = __shfl_up_sync(0xffffffffu, sn, d), b = __shfl_up_sync(0xffffffffu, st, d);
+            if (lane >= d) sn += a, st += b;
+        }
+        if (e < E) {
+            offsets[e] = cursor[e] = rows + sn - n;
+            tile_off[e] = tiles + st - nt;
+            load[e] += n;
+            counts[e] = 0;
+        }
+        rows += __shfl_sync(0xffffffffu, sn, 31);
+        tiles += __shfl_sync(0xffffffffu, st, 31);
     }
-    offsets[E] = o, tile_off[E] = to;
-    QUEUE(meta, E)[0] = 0, QUEUE(meta, E)[1] = 0;
+    if (lane == 0) offsets[E] = rows, tile_off[E] = tiles;
 }
 
 // moe_scatter: one block per pair p = t·K + k. perm[row] is the token of each

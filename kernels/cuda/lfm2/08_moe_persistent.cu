@@ -1,145 +1,122 @@
-// Step 08 — the persistent MoE kernel with an atomic task queue.
+// Step 08 — the persistent MoE kernel: a grid of warps that streams the
+// chosen experts' weights.
 //
 // Idea: the grouped path (step 07 + cuBLAS) needs the per-expert counts on
 // the host to size its GEMMs, and launches two GEMMs per expert: at decode,
 // with 1 to 64 tokens, that is a host round trip and ~64 tiny launches per
-// layer, each leaving most SMs idle. Here the work is cut into tasks
-// (expert, tile of TILE rows of that expert, chunk of CHUNK output rows), and
-// one grid of just as many blocks as fit on the GPU at once loops: take the
-// next task number from an atomic counter, do it, repeat. The number of
-// tasks is read on the device (tile_off, from step 07's scan), so the host
-// never waits, and every SM stays busy until the queue is empty, however
-// unevenly the router spread the tokens.
-// moe_gate_up: act[row, i] = silu(w1_e[i]·x) · (w3_e[i]·x) for the rows of a
-// tile (fused W1/W3: both rows are read in the same task); moe_down:
-// y[row, j] = w2_e[j]·act[row]. A task stages its tile's inputs in shared
-// memory as fp32; each warp takes CHUNK/WARPS output rows, its lanes read a
-// weight row with 16-byte loads and apply each element to all TILE tokens.
+// layer, each leaving most SMs idle. At decode an expert sees a few tokens,
+// so its products are GEMVs, bound by how fast its weights stream from
+// memory. Here the work is cut into units: (expert tile of up to TILE token
+// rows, one output row i) for moe_gate_up, which reads row i of w1 and of w3
+// and writes silu(w1_i·x)·(w3_i·x); (tile, DOWN_ROWS output rows) for
+// moe_down. One grid of just as many blocks as fit on the GPU at once takes
+// them in turn: warp g of the grid does units g, g + warps, g + 2·warps, ...
+// The number of units comes from the tile offsets of step 07's scan, read
+// on the device, so the host never waits; units cost the same, so the
+// static turn keeps every warp equally busy. A unit is one warp's work: its
+// lanes stream the unit's weight rows with 16-byte loads, several steps in
+// flight (rows_dot in common.cuh), apply each weight to all the tile's
+// token rows (read through L1: the warps of a block share them), and finish
+// with warp shuffles. No shared memory, no barrier, no atomic.
 // Traffic: each weight row is read once per token tile, so at decode (one
 // tile per expert) every chosen expert's weights are read exactly once: the
-// memory-bound optimum.
-// Cost: CUDA-core FMAs, not tensor cores: for prefill, where an expert sees
-// thousands of tokens, the grouped cuBLAS path is far faster. The engine
-// picks this kernel when the pairs are few (see CUDAOptions.MoE).
+// memory-bound optimum. At batch 1 there are 4·IM gate/up units and
+// 4·H/DOWN_ROWS down units, enough warps for every SM to stream.
+// Cost: CUDA-core FMAs, not tensor cores, and weights re-read once per
+// TILE-token tile: for prefill, where an expert sees thousands of tokens,
+// the grouped cuBLAS path is far faster. The engine picks this kernel when
+// the pairs are few (see CUDAOptions.MoE).
+// History: the first version gave each block a task from an atomic queue,
+// staged the tile in shared memory behind two barriers, and walked each
+// weight row one 16-byte load at a time, every load waiting for the one
+// before; at batch 1 it was latency-bound, at about a third of the
+// bandwidth on an H100.
 #include "lfm2/common.cuh"
 
-#define TILE MOE_TILE  // token rows per task (from the Go side): each weight element serves TILE tokens
+#define TILE MOE_TILE  // token rows per unit (from the Go side): each weight element serves TILE tokens
 #define WARPS 8
-#define ROWS_PER_WARP 2
-#define CHUNK (WARPS * ROWS_PER_WARP)  // output rows per task
+#define DOWN_ROWS 2  // w2 rows per down unit
+// Two blocks per SM at least: see GEMV_MIN_BLOCKS in 11_gemv.cu for why a
+// launch bound keeps the loads of several steps in flight.
+#define MIN_BLOCKS 2
 
 #define OFFSETS(m, E) ((m) + (E))
 #define TILE_OFF(m, E) ((m) + 3 * (E) + 1)
-#define QUEUE(m, E) ((m) + 4 * (E) + 2)
 
-// Task is one unit of work: rows [row0, row0 + nrows) of expert e's range,
-// output rows [chunk·CHUNK, chunk·CHUNK + CHUNK).
-struct Task {
-    int e, row0, nrows, chunk;
+static_assert(DOWN_ROWS * TILE <= 32, "each lane writes at most one output of a unit");
+
+// Tile is rows [row0, row0 + nrows) of expert e's range of grouped rows.
+struct Tile {
+    int e, row0, nrows;
 };
 
-// next_task takes a task number from queue and decodes it; false when the
-// queue is empty. Every thread of the block gets the same answer.
-__device__ bool next_task(int* queue, const int* meta, int E, int chunks, int* slot, Task& tk) {
-    __syncthreads();  // everyone is done with the previous task's shared data
-    if (threadIdx.x == 0) *slot = atomicAdd(queue, 1);
-    __syncthreads();
-    int id = *slot;
+// tile_at locates tile number `tile`: its expert is the number of experts
+// whose tiles all come before it (tile_off only grows), counted 32 at a
+// time with a ballot. Every lane of the warp gets the same answer.
+__device__ __forceinline__ Tile tile_at(const int* __restrict__ meta, int E, int tile, int lane) {
     const int *offsets = OFFSETS(meta, E), *tile_off = TILE_OFF(meta, E);
-    if (id >= tile_off[E] * chunks) return false;
-    int tile = id / chunks, e = 0;
-    while (tile_off[e + 1] <= tile) ++e;  // experts without tokens have no tiles
-    tk.e = e;
-    tk.chunk = id - tile * chunks;
-    tk.row0 = offsets[e] + (tile - tile_off[e]) * TILE;
-    tk.nrows = min(TILE, offsets[e + 1] - tk.row0);
-    return true;
+    int e = 0;
+    for (int base = 0; base < E; base += 32) {
+        int x = base + lane;
+        e += __popc(__ballot_sync(0xffffffffu, x < E && tile_off[x + 1] <= tile));
+    }
+    Tile t;
+    t.e = e;
+    t.row0 = offsets[e] + (tile - tile_off[e]) * TILE;
+    t.nrows = min(TILE, offsets[e + 1] - t.row0);
+    return t;
 }
 
-// load_tile widens the task's nrows input rows (of length K) into xs; rowmap,
-// when not null, maps an expert-ordered row to the source row (its token).
-__device__ void load_tile(float* xs, const elem* __restrict__ src, const int* __restrict__ rowmap, const Task& tk, int K) {
-    for (int idx = threadIdx.x; idx < tk.nrows * K; idx += blockDim.x) {
-        int r = idx / K, k = idx - r * K, row = tk.row0 + r;
-        xs[idx] = to_float(src[(size_t)(rowmap ? rowmap[row] : row) * K + k]);
-    }
-}
-
-// dot_tile adds this lane's share of w·xs[r] to acc[r] for the tile's rows:
-// 16-byte weight loads when K allows, one element at a time otherwise.
-__device__ __forceinline__ void dot_tile(const elem* __restrict__ w, const float* xs, int K, int nrows, int lane, float acc[TILE]) {
-    constexpr int V = 16 / sizeof(elem);
-    if (K % V == 0) {
-        for (int k = lane * V; k < K; k += 32 * V) {
-            float wv[V];
-            load16(w + k, wv);
+// w13: [E][2·IM][H] (w1 rows, then w3 rows); perm: each grouped row's
+// token; act: [pairs, IM] in grouped row order.
+extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
+moe_gate_up(const elem* __restrict__ xn, int H, int IM, const elem* __restrict__ w13, const int* __restrict__ perm,
+            const int* __restrict__ meta, int E, elem* __restrict__ act) {
+    int lane = threadIdx.x & 31, warps = gridDim.x * WARPS;
+    int units = TILE_OFF(meta, E)[E] * IM;
+    for (int u = blockIdx.x * WARPS + (threadIdx.x >> 5); u < units; u += warps) {
+        int tile = u / IM, i = u - tile * IM;
+        Tile t = tile_at(meta, E, tile, lane);
+        const elem* x[TILE];
 #pragma unroll
-            for (int r = 0; r < TILE; ++r) {
-                if (r >= nrows) break;
-                const float4* x4 = reinterpret_cast<const float4*>(xs + r * K + k);
+        for (int r = 0; r < TILE; ++r) x[r] = xn + (size_t)perm[t.row0 + min(r, t.nrows - 1)] * H;
+        const elem* w1 = w13 + ((size_t)t.e * 2 * IM + i) * H;
+        const elem* w[2] = {w1, w1 + (size_t)IM * H};
+        float acc[2][TILE] = {};
+        rows_dot<2, TILE>(w, x, t.nrows, H, lane, acc);
 #pragma unroll
-                for (int q = 0; q < V / 4; ++q) {
-                    float4 xv = x4[q];
-                    acc[r] += wv[4 * q] * xv.x + wv[4 * q + 1] * xv.y + wv[4 * q + 2] * xv.z + wv[4 * q + 3] * xv.w;
-                }
-            }
-        }
-        return;
-    }
-    for (int k = lane; k < K; k += 32) {
-        float wk = to_float(w[k]);
-#pragma unroll
-        for (int r = 0; r < TILE; ++r)
-            if (r < nrows) acc[r] += wk * xs[r * K + k];
-    }
-}
-
-// w13: [E][2·IM][H] (w1 rows, then w3 rows); act: [pairs, IM].
-extern "C" __global__ void __launch_bounds__(WARPS * 32)
-moe_gate_up(const elem* __restrict__ xn, int H, int IM, const elem* __restrict__ w13, const int* __restrict__ perm, int* meta, int E,
-            elem* __restrict__ act) {
-    extern __shared__ __align__(16) float xs[];  // TILE × H
-    __shared__ int slot;
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, chunks = (IM + CHUNK - 1) / CHUNK;
-    Task tk;
-    while (next_task(&QUEUE(meta, E)[0], meta, E, chunks, &slot, tk)) {
-        load_tile(xs, xn, perm, tk, H);
-        __syncthreads();
-        for (int rr = 0; rr < ROWS_PER_WARP; ++rr) {
-            int i = tk.chunk * CHUNK + warp * ROWS_PER_WARP + rr;
-            if (i >= IM) break;
-            float g[TILE] = {}, u[TILE] = {};
-            const elem* w1 = w13 + ((size_t)tk.e * 2 * IM + i) * H;
-            dot_tile(w1, xs, H, tk.nrows, lane, g);
-            dot_tile(w1 + (size_t)IM * H, xs, H, tk.nrows, lane, u);
-#pragma unroll
-            for (int r = 0; r < TILE; ++r) {
-                float gs = warp_sum(g[r]), us = warp_sum(u[r]);
-                if (lane == r && r < tk.nrows) put(act + (size_t)(tk.row0 + r) * IM + i, silu_mul(gs, us));
-            }
+        for (int r = 0; r < TILE; ++r) {
+            if (r >= t.nrows) break;
+            float g = warp_sum(acc[0][r]), up = warp_sum(acc[1][r]);
+            if (lane == r) put(act + (size_t)(t.row0 + r) * IM + i, silu_mul(g, up));
         }
     }
 }
 
-// w2: [E][H][IM]; y: [pairs, H].
-extern "C" __global__ void __launch_bounds__(WARPS * 32)
-moe_down(const elem* __restrict__ act, int H, int IM, const elem* __restrict__ w2, int* meta, int E, float* __restrict__ y) {
-    extern __shared__ __align__(16) float xs[];  // TILE × IM
-    __shared__ int slot;
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, chunks = (H + CHUNK - 1) / CHUNK;
-    Task tk;
-    while (next_task(&QUEUE(meta, E)[1], meta, E, chunks, &slot, tk)) {
-        load_tile(xs, act, nullptr, tk, IM);
-        __syncthreads();
-        for (int rr = 0; rr < ROWS_PER_WARP; ++rr) {
-            int j = tk.chunk * CHUNK + warp * ROWS_PER_WARP + rr;
-            if (j >= H) break;
-            float acc[TILE] = {};
-            dot_tile(w2 + ((size_t)tk.e * H + j) * IM, xs, IM, tk.nrows, lane, acc);
+// w2: [E][H][IM]; y: [pairs, H] in grouped row order.
+extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
+moe_down(const elem* __restrict__ act, int H, int IM, const elem* __restrict__ w2, const int* __restrict__ meta, int E,
+         float* __restrict__ y) {
+    int lane = threadIdx.x & 31, warps = gridDim.x * WARPS, chunks = (H + DOWN_ROWS - 1) / DOWN_ROWS;
+    int units = TILE_OFF(meta, E)[E] * chunks;
+    for (int u = blockIdx.x * WARPS + (threadIdx.x >> 5); u < units; u += warps) {
+        int tile = u / chunks, j0 = (u - tile * chunks) * DOWN_ROWS;
+        Tile t = tile_at(meta, E, tile, lane);
+        const elem* x[TILE];
 #pragma unroll
-            for (int r = 0; r < TILE; ++r) {
-                float s = warp_sum(acc[r]);
-                if (lane == r && r < tk.nrows) y[(size_t)(tk.row0 + r) * H + j] = s;
+        for (int r = 0; r < TILE; ++r) x[r] = act + (size_t)(t.row0 + min(r, t.nrows - 1)) * IM;
+        const elem* w[DOWN_ROWS];
+#pragma unroll
+        for (int o = 0; o < DOWN_ROWS; ++o) w[o] = w2 + ((size_t)t.e * H + min(j0 + o, H - 1)) * IM;  // past H: read, not written
+        float acc[DOWN_ROWS][TILE] = {};
+        rows_dot<DOWN_ROWS, TILE>(w, x, t.nrows, IM, lane, acc);
+#pragma unroll
+        for (int r = 0; r < TILE; ++r) {
+            if (r >= t.nrows) break;
+#pragma unroll
+            for (int o = 0; o < DOWN_ROWS; ++o) {
+                float s = warp_sum(acc[o][r]);
+                if (lane == o * TILE + r && j0 + o < H) y[(size_t)(t.row0 + r) * H + j0 + o] = s;
             }
         }
     }
