@@ -330,8 +330,8 @@ func TestCUDABadInput(t *testing.T) {
 }
 
 // TestCUDAFixtures: the fp32 engine matches transformers' logits on the
-// fixtures within 1e-4 and its greedy continuations exactly, and the bf16
-// engine agrees with fp32 on the top token at 99% of the positions.
+// fixtures within 1e-4 and its greedy continuations exactly; the bf16
+// engine's top-token agreement with fp32 is logged.
 func TestCUDAFixtures(t *testing.T) {
 	ctx := cudatest.Context(t)
 	for _, name := range []string{"dense", "moe"} {
@@ -375,11 +375,14 @@ func TestCUDAFixtures(t *testing.T) {
 					t.Errorf("greedy after %v: %v, want %v", g.Prompt, got, g.Continuation)
 				}
 			}
+			// bf16 is only logged here: these tiny random models have top-two
+			// margins down to 0.01 (greedy.json's min_margin), below bf16's
+			// rounding; TestCUDABF16 checks it where the margin is clear.
 			d, _ := maxDiff(logits["f32"], want)
 			agree, err := Top1Agreement(logits["f32"], logits["bf16"], c.Vocab)
 			t.Logf("fp32 max |diff| %.3g; bf16 top-1 agreement %.4f", d, agree)
-			if d > 1e-4 || err != nil || agree < 0.99 {
-				t.Errorf("fp32 max |diff| %.3g (want <= 1e-4), bf16 top-1 agreement %.4f (want >= 0.99), %v", d, agree, err)
+			if d > 1e-4 || err != nil {
+				t.Errorf("fp32 max |diff| %.3g (want <= 1e-4), %v", d, err)
 			}
 		})
 	}
