@@ -70,12 +70,13 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		rows = append(rows, row)
 	}
-	md := gradeMarkdown(rows)
+	e, _ := exercise.Lookup(*name)
+	md := gradeMarkdown(rows, e.SpeedUnit())
 	fmt.Fprint(stdout, md)
 	if err := atomicfile.WriteBytes(*mdPath, []byte(md)); err != nil {
 		return err
 	}
-	return atomicfile.WriteBytes(*csvPath, gradeCSV(rows))
+	return atomicfile.WriteBytes(*csvPath, gradeCSV(rows, e.SpeedUnit()))
 }
 
 // submissions expands folders into their files, sorted.
@@ -212,9 +213,10 @@ func gradeOneCmd(args []string, stdout, stderr io.Writer) error {
 	return json.NewEncoder(stdout).Encode(exercise.Run(*name, string(src)))
 }
 
-func gradeMarkdown(rows []gradeRow) string {
+// gradeMarkdown is the grade table; unit is the exercise's speed unit.
+func gradeMarkdown(rows []gradeRow, unit string) string {
 	var b strings.Builder
-	b.WriteString("| student | compiled | correct | GFLOP/s | % of reference | error |\n|---|---|---|---:|---:|---|\n")
+	fmt.Fprintf(&b, "| student | compiled | correct | %s | %% of reference | error |\n|---|---|---|---:|---:|---|\n", unit)
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %.0f%% | %s |\n", r.Student, yesNo(r.Compiled), yesNo(r.Correct), r.GFLOPS, r.PctOfRef,
 			strings.ReplaceAll(strings.ReplaceAll(firstLine(r.Error+" "+r.Detail), "|", "\\|"), "\n", " "))
@@ -222,10 +224,16 @@ func gradeMarkdown(rows []gradeRow) string {
 	return b.String()
 }
 
-func gradeCSV(rows []gradeRow) []byte {
+// gradeCSV is the grade table as CSV; the speed column is gflops, or gbps
+// for an exercise measured in GB/s.
+func gradeCSV(rows []gradeRow, unit string) []byte {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	w.Write([]string{"student", "compiled", "correct", "gflops", "pct_of_reference", "error"})
+	speed := "gflops"
+	if unit == exercise.UnitGBps {
+		speed = "gbps"
+	}
+	w.Write([]string{"student", "compiled", "correct", speed, "pct_of_reference", "error"})
 	for _, r := range rows {
 		w.Write([]string{r.Student, yesNo(r.Compiled), yesNo(r.Correct), fmt.Sprintf("%.2f", r.GFLOPS), fmt.Sprintf("%.1f", r.PctOfRef), strings.TrimSpace(r.Error + " " + r.Detail)})
 	}

@@ -185,3 +185,19 @@ func TestGradeUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestGradeUnit: the table's speed column is the exercise's unit.
+func TestGradeUnit(t *testing.T) {
+	rows := []gradeRow{{Student: "ann", Result: exercise.Result{Compiled: true, Correct: true, GFLOPS: 812.5, PctOfRef: 97}}}
+	for _, tc := range []struct{ unit, md, csv string }{
+		{exercise.UnitGFLOPS, "| student | compiled | correct | GFLOP/s | % of reference | error |", "student,compiled,correct,gflops,"},
+		{exercise.UnitGBps, "| student | compiled | correct | GB/s | % of reference | error |", "student,compiled,correct,gbps,"},
+	} {
+		if md := gradeMarkdown(rows, tc.unit); !strings.HasPrefix(md, tc.md+"\n") || !strings.Contains(md, "| ann | yes | yes | 812.5 | 97% |") {
+			t.Errorf("%s: markdown\n%s", tc.unit, md)
+		}
+		if csv := string(gradeCSV(rows, tc.unit)); !strings.HasPrefix(csv, tc.csv) {
+			t.Errorf("%s: csv\n%s", tc.unit, csv)
+		}
+	}
+}

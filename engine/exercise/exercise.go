@@ -40,8 +40,9 @@ type Result struct {
 	Device   string  `json:"device"`
 	Compiled bool    `json:"compiled"`
 	Correct  bool    `json:"correct"`
-	GFLOPS   float64 `json:"gflops"`              // the student's, at the timing size
-	PctOfRef float64 `json:"pct_of_reference"`    // of the reference step's GFLOP/s
+	GFLOPS   float64 `json:"gflops"`              // the student's speed at the timing size, in Unit
+	Unit     string  `json:"unit,omitempty"`      // of GFLOPS and the ladder: "" is GFLOP/s (UnitGFLOPS)
+	PctOfRef float64 `json:"pct_of_reference"`    // of the reference step's speed
 	Error    string  `json:"error,omitempty"`     // why it did not compile or is not correct
 	Ladder   []Rung  `json:"ladder,omitempty"`    // the reference steps, timed the same way
 	Size     string  `json:"size,omitempty"`      // the timing size
@@ -57,7 +58,23 @@ type Result struct {
 // Rung is one step of the reference ladder.
 type Rung struct {
 	Name   string  `json:"name"`
-	GFLOPS float64 `json:"gflops"`
+	GFLOPS float64 `json:"gflops"` // in the Result's Unit
+}
+
+// Units of speed. A compute-bound kernel is measured in useful flops per
+// second; a memory-bound one (a norm, a selection) in the bytes it must
+// read and write per second, since that is what limits it.
+const (
+	UnitGFLOPS = "GFLOP/s"
+	UnitGBps   = "GB/s"
+)
+
+// SpeedUnit is the unit of the result's speeds.
+func (r Result) SpeedUnit() string {
+	if r.Unit == "" {
+		return UnitGFLOPS
+	}
+	return r.Unit
 }
 
 // Languages of exercise code.
@@ -81,8 +98,12 @@ type Flavor struct {
 // An Exercise is a task and the languages it may be solved in.
 type Exercise struct {
 	Name, Doc string
+	Unit      string // of its speeds: "" is GFLOP/s; memory-bound kernels use UnitGBps
 	Flavors   []Flavor
 }
+
+// SpeedUnit is the unit of the exercise's speeds.
+func (e Exercise) SpeedUnit() string { return Result{Unit: e.Unit}.SpeedUnit() }
 
 // IsGo says that the exercise is Go code (its marked cell is the code),
 // not a kernel between backticks.
@@ -159,6 +180,7 @@ func Run(name, src string) (r Result) {
 		r.Error = err.Error()
 		return r
 	}
+	r.Unit = e.Unit
 	if e.IsGo() {
 		r.Error = fmt.Sprintf("%s is a Go exercise: its check cell calls the function itself", name)
 		return r
@@ -187,7 +209,7 @@ func Run(name, src string) (r Result) {
 		r.Solution = true
 	}
 	res := f.check(dev, src)
-	res.Exercise, res.Solution, res.Device = name, r.Solution, dev.ID+" ("+dev.Name+")"
+	res.Exercise, res.Solution, res.Device, res.Unit = name, r.Solution, dev.ID+" ("+dev.Name+")", e.Unit
 	return res
 }
 
@@ -198,7 +220,7 @@ func Run(name, src string) (r Result) {
 func Check(name, src string) Result { return show(Run(name, src)) }
 
 // show displays a result: the report, and for a pass a bar chart of
-// GFLOP/s placing the solution among the ladder's steps.
+// speeds placing the solution among the ladder's steps.
 func show(r Result) Result {
 	nb.Markdown(r.Markdown())
 	if r.Correct && len(r.Ladder) > 0 {
@@ -208,7 +230,8 @@ func show(r Result) Result {
 			labels, values = append(labels, rung.Name), append(values, rung.GFLOPS)
 		}
 		labels, values = append(labels, "yours"), append(values, r.GFLOPS)
-		if _, err := plot.Bars(fmt.Sprintf("%s on %s, %s: GFLOP/s", r.Exercise, r.Device, r.Size), "GFLOP/s", labels, values).Show(); err != nil {
+		unit := r.SpeedUnit()
+		if _, err := plot.Bars(fmt.Sprintf("%s on %s, %s: %s", r.Exercise, r.Device, r.Size, unit), unit, labels, values).Show(); err != nil {
 			fmt.Println(err)
 		}
 	}
@@ -222,7 +245,7 @@ func (r Result) Markdown() string {
 	case r.Correct:
 		fmt.Fprintf(&b, "**%s: PASS** on %s.", r.Exercise, r.Device)
 		if r.GFLOPS > 0 {
-			fmt.Fprintf(&b, " %.1f GFLOP/s at %s, %.0f%% of the reference step.", r.GFLOPS, r.Size, r.PctOfRef)
+			fmt.Fprintf(&b, " %.1f %s at %s, %.0f%% of the reference step.", r.GFLOPS, r.SpeedUnit(), r.Size, r.PctOfRef)
 		}
 	case r.Unavailable:
 		fmt.Fprintf(&b, "**%s: not checked here**: %s.", r.Exercise, r.Error)

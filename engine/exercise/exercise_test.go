@@ -22,6 +22,19 @@ const (
 		"                           const int k, __global int* labels, __global float* dist) {\n"
 	wgsizeHead = "#ifdef WG\n#define WG_HINT __attribute__((reqd_work_group_size(WG, 1, 1)))\n#else\n#define WG_HINT\n#endif\n" +
 		"__kernel WG_HINT void wg_fma(int n, __global const float* restrict src, __global float* restrict dst) {\n"
+	sqfdCUDAHead = "extern \"C\" __global__ void sqfd_assign(const int* index, const float* features, const float* weights,\n" +
+		"                                       const float* self, int n, int dim, const int* medoids, int k, float alpha,\n" +
+		"                                       int* labels, float* dist) {\n"
+	sqfdOpenCLHead = "__kernel void sqfd_assign(const __global int* index, const __global float* features, const __global float* weights,\n" +
+		"                          const __global float* self, const int n, const int dim, const __global int* medoids,\n" +
+		"                          const int k, const float alpha, __global int* labels, __global float* dist) {\n"
+	rmsnormCUDAHead   = "extern \"C\" __global__ void rmsnorm(const float* x, const float* w, int width, float eps, float* y) {\n"
+	rmsnormOpenCLHead = "__kernel void rmsnorm(const __global float* x, const __global float* w, const int width, const float eps,\n" +
+		"                      __global float* y) {\n"
+	routerCUDAHead = "extern \"C\" __global__ void route(const float* logits, const float* bias, int tokens, int experts, int k,\n" +
+		"                                 int norm_topk, float scaling, int* top_idx, float* top_w) {\n"
+	routerOpenCLHead = "__kernel void route(const __global float* logits, const __global float* bias, const int tokens, const int experts,\n" +
+		"                    const int k, const int norm_topk, const float scaling, __global int* top_idx, __global float* top_w) {\n"
 	todoBody = "    // TODO: your code\n}\n"
 )
 
@@ -59,6 +72,8 @@ func TestTODOFails(t *testing.T) {
 	for _, tc := range []struct{ name, head string }{
 		{"gemm/tiled", gemmOpenCLHead}, {"gemm/tiled", gemmCUDAHead}, {"gemm/register-tiled", gemmOpenCLHead},
 		{"kmeans/assign", assignCUDAHead}, {"kmeans/assign", assignOpenCLHead}, {"opencl/wgsize", wgsizeHead},
+		{"sqfd/assign", sqfdCUDAHead}, {"sqfd/assign", sqfdOpenCLHead}, {"lfm2/rmsnorm", rmsnormCUDAHead},
+		{"lfm2/rmsnorm", rmsnormOpenCLHead}, {"lfm2/router", routerCUDAHead}, {"lfm2/router", routerOpenCLHead},
 	} {
 		r := Run(tc.name, tc.head+todoBody)
 		if r.Correct || r.Unavailable || !strings.Contains(r.Error, "still contains TODO") || !strings.Contains(r.Error, "// EXERCISE "+tc.name) {
@@ -97,7 +112,7 @@ func TestReferencePasses(t *testing.T) {
 					}
 					t.Skipf("no %s device: %v", f.Lang, err)
 				}
-				if !r.Correct || !r.Solution || r.GFLOPS <= 0 || len(r.Ladder) == 0 || r.PctOfRef <= 0 || r.Err() != nil {
+				if !r.Correct || !r.Solution || r.GFLOPS <= 0 || len(r.Ladder) == 0 || r.PctOfRef <= 0 || r.Err() != nil || r.Unit != e.Unit {
 					t.Errorf("%+v", r)
 				}
 				t.Log(r.Markdown())
@@ -153,6 +168,21 @@ func TestWrongAndBroken(t *testing.T) {
 `, true, "is nearer"},
 		{"wgsize copies instead of computing", LangOpenCL, "opencl/wgsize", wgsizeHead + "    int i = get_global_id(0);\n    if (i < n) dst[i] = src[i];\n}\n", true, "first wrong element: dst[0]"},
 		{"wgsize ignores WG", LangOpenCL, "opencl/wgsize", strings.Replace(mustOpenCL(t, wgsizeFile), "__kernel WG_HINT void wg_fma", "__kernel void wg_fma", 1), true, "declare __attribute__((reqd_work_group_size(WG, 1, 1)))"},
+		{"OpenCL SQFD sends ties to the higher index", LangOpenCL, "sqfd/assign", replaced(t, mustOpenCL(t, sqfdAssignFile), "d2 < best", "d2 <= best"), true, "ties go to the lower index"},
+		{"OpenCL SQFD forgets the factor 2", LangOpenCL, "sqfd/assign", replaced(t, mustOpenCL(t, sqfdAssignFile), "2.0f * cross", "cross"), true, "signature 0: dist[0] is"},
+		{"OpenCL SQFD forgets the weights", LangOpenCL, "sqfd/assign", replaced(t, mustOpenCL(t, sqfdAssignFile), "fma(weights[b], exp(-alpha * d2), term)", "term + exp(-alpha * d2)"), true, "is nearer"},
+		{"OpenCL SQFD does not compile", LangOpenCL, "sqfd/assign", sqfdOpenCLHead + "    const int i = get_global_id(0)\n}\n", false, "line 4, column 35: expected ';'"},
+		{"CUDA SQFD sends ties to the higher index", LangCUDA, "sqfd/assign", replaced(t, mustCUDA(t, sqfdAssignFile), "d2 < best", "d2 <= best"), true, "ties go to the lower index"},
+		{"OpenCL RMSNorm forgets eps", LangOpenCL, "lfm2/rmsnorm", replaced(t, mustOpenCL(t, rmsnormFile), "(float)width + eps)", "(float)width)"), true, "first wrong element: y[0][0] (index 0) is"},
+		{"OpenCL RMSNorm uses its own partial sum", LangOpenCL, "lfm2/rmsnorm", replaced(t, mustOpenCL(t, rmsnormFile), "sqrt(partial[0]", "sqrt(partial[lid]"), true, "first wrong element: y["},
+		{"OpenCL RMSNorm does not compile", LangOpenCL, "lfm2/rmsnorm", rmsnormOpenCLHead + "    flot s = 0.0f;\n}\n", false, "line 3, column 5: use of undeclared identifier 'flot'"},
+		{"CUDA RMSNorm forgets the mean", LangCUDA, "lfm2/rmsnorm", replaced(t, mustCUDA(t, rmsnormFile), "partial[0] / (float)width", "partial[0]"), true, "first wrong element: y[0][0] (index 0) is"},
+		{"OpenCL router chooses without the bias", LangOpenCL, "lfm2/router", replaced(t, mustOpenCL(t, routerFile), "sigmoid(z[e]) + bias[e]", "sigmoid(z[e])"), true, "expected expert"},
+		{"OpenCL router sends ties to the higher index", LangOpenCL, "lfm2/router",
+			replaced(t, replaced(t, mustOpenCL(t, routerFile), "e > prev", "e < prev"), "score > pick_score", "score >= pick_score"), true, "ties go to the lower index"},
+		{"OpenCL router weights with the bias", LangOpenCL, "lfm2/router", replaced(t, mustOpenCL(t, routerFile), "const float s = sigmoid(z[pick]);", "const float s = pick_score;"), true, "without the bias"},
+		{"CUDA router chooses without the bias", LangCUDA, "lfm2/router", replaced(t, mustCUDA(t, routerFile), "sigmoid(z[e]) + bias[e]", "sigmoid(z[e])"), true, "expected expert"},
+		{"CUDA router does not compile", LangCUDA, "lfm2/router", routerCUDAHead + "    int t = blockIdx.x * blockDim.x + threadIdx.x\n}\n", false, "does not compile: line 4: error"},
 		{"neither CUDA nor OpenCL", "", "gemm/tiled", "void gemm() {}", false, "neither a CUDA kernel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,6 +193,24 @@ func TestWrongAndBroken(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustCUDA(t *testing.T, name string) string {
+	t.Helper()
+	src, err := kernels.CUDA(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// replaced is src with old replaced by new, which must occur in it.
+func replaced(t *testing.T, src, old, new string) string {
+	t.Helper()
+	if !strings.Contains(src, old) {
+		t.Fatalf("the source has no %q", old)
+	}
+	return strings.Replace(src, old, new, 1)
 }
 
 func mustOpenCL(t *testing.T, name string) string {
