@@ -389,57 +389,6 @@ func parseIDs(s string) ([][]int, error) {
 	return batch, nil
 }
 
-// lfm2BenchResult is what bench prints and writes with --json.
-type lfm2BenchResult struct {
-	Commit string `json:"commit"`
-	Device string `json:"device"`
-	// Stages is the pipeline, one line per GPU (CUDA).
-	Stages        []string     `json:"stages,omitempty"`
-	DType         string       `json:"dtype"`
-	Model         string       `json:"model"`
-	Batch         int          `json:"batch"`
-	Seq           int          `json:"seq"`
-	Reps          int          `json:"reps"`
-	PrefillMS     float64      `json:"prefill_ms"`
-	SamplesPerSec float64      `json:"samples_per_s"`
-	TokensPerSec  float64      `json:"prefill_tokens_per_s"`
-	PrefillOps    []lfm2OpTime `json:"prefill_ops,omitempty"` // one more prefill, by operation (CUDA)
-	// With --ref: samples whose logits all lie within Tol of the
-	// reference, the largest difference, and how many positions agree on
-	// the most likely token.
-	Validated int                `json:"validated,omitempty"`
-	MaxDiff   float64            `json:"max_abs_diff,omitempty"`
-	Top1Agree float64            `json:"top1_agreement,omitempty"`
-	Tol       float64            `json:"tol,omitempty"`
-	Decode    []lfm2DecodeRecord `json:"decode,omitempty"`
-	MoE       []lfm2MoERecord    `json:"moe_paths,omitempty"`
-}
-
-// lfm2OpTime is one operation's GPU time in a profile, summed over layers,
-// micro-batches, lanes and stages.
-type lfm2OpTime struct {
-	Name  string  `json:"name"`
-	Calls int     `json:"calls"`
-	MS    float64 `json:"ms"`
-}
-
-// lfm2DecodeRecord is greedy decoding timed at one batch size.
-type lfm2DecodeRecord struct {
-	Batch        int          `json:"batch"`
-	Prompt       int          `json:"prompt"`
-	Steps        int          `json:"steps"`
-	MS           float64      `json:"ms"`
-	TokensPerSec float64      `json:"tokens_per_s"`
-	StepOps      []lfm2OpTime `json:"step_ops,omitempty"` // one more step, by operation (CUDA)
-}
-
-// lfm2MoERecord is one prefill profiled with one MoE path (--compare-moe).
-type lfm2MoERecord struct {
-	Path   string       `json:"path"`
-	WallMS float64      `json:"wall_ms"`
-	Ops    []lfm2OpTime `json:"ops"`
-}
-
 func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	fs, model, device, dtype := lfm2Flags("bench", stderr)
 	random := fs.String("random", "", "instead of --model: a preset architecture with seeded random weights (lfm2-8b-a1b; CUDA only)")
@@ -489,7 +438,7 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	if err := lfm2.CheckBatch(c, batch); err != nil {
 		return err
 	}
-	res := lfm2BenchResult{Commit: bench.Commit(), Device: *device, DType: *dtype, Model: name, Batch: *batchN, Seq: *seq, Reps: *reps}
+	res := lfm2.BenchRecord{Commit: bench.Commit(), Device: *device, DType: *dtype, Model: name, Batch: *batchN, Seq: *seq, Reps: *reps}
 	gpu, _ := m.(*lfm2.CUDAModel)
 	if gpu != nil {
 		for _, st := range gpu.Stages() {
@@ -514,7 +463,7 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	fmt.Fprintf(stdout, "%s %s, %s: prefill of %d × %d tokens in %.1f ms (fastest of %d): %.2f samples/s, %.0f tokens/s\n",
 		*device, *dtype, name, *batchN, *seq, res.PrefillMS, *reps, res.SamplesPerSec, res.TokensPerSec)
 	if pr.Profile != nil {
-		res.PrefillOps = lfm2OpTimes(pr.Profile)
+		res.PrefillOps = lfm2.OpTimes(pr.Profile)
 		fmt.Fprintf(stdout, "one more prefill, GPU time by operation (summed over layers, micro-batches, lanes and GPUs; wall %.1f ms):\n",
 			msOf(pr.Profile.Wall))
 		printOpTimes(stdout, res.PrefillOps)
@@ -546,7 +495,7 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		}
 		for _, path := range []string{lfm2.MoEGrouped, lfm2.MoEPersistent} {
 			p := profiles[path]
-			res.MoE = append(res.MoE, lfm2MoERecord{Path: path, WallMS: msOf(p.Wall), Ops: lfm2OpTimes(p)})
+			res.MoE = append(res.MoE, lfm2.MoERecord{Path: path, WallMS: msOf(p.Wall), Ops: lfm2.OpTimes(p)})
 		}
 		printMoEPaths(stdout, res.MoE)
 	}
@@ -558,9 +507,9 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		if err != nil {
 			return err
 		}
-		rec := lfm2DecodeRecord{Batch: b, Prompt: *seq, Steps: *decodeN, MS: 1e3 * dr.Seconds, TokensPerSec: dr.TokensPerSec}
+		rec := lfm2.DecodeRecord{Batch: b, Prompt: *seq, Steps: *decodeN, MS: 1e3 * dr.Seconds, TokensPerSec: dr.TokensPerSec}
 		if dr.StepProfile != nil {
-			rec.StepOps = lfm2OpTimes(dr.StepProfile)
+			rec.StepOps = lfm2.OpTimes(dr.StepProfile)
 		}
 		res.Decode = append(res.Decode, rec)
 		fmt.Fprintf(stdout, "decode at batch %d: %d greedy steps after %d-token prompts in %.1f ms (%.2f ms/step): %.1f tokens/s\n",
@@ -589,17 +538,8 @@ func parseBatchSizes(s string) ([]int, error) {
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// lfm2OpTimes is a profile's operations, slowest first.
-func lfm2OpTimes(p *lfm2.Profile) []lfm2OpTime {
-	out := make([]lfm2OpTime, len(p.Kernels))
-	for i, k := range p.Kernels {
-		out[i] = lfm2OpTime{Name: k.Name, Calls: k.Calls, MS: msOf(k.Time)}
-	}
-	return out
-}
-
 // printOpTimes writes a table of operations: calls, ms and share of the sum.
-func printOpTimes(w io.Writer, ops []lfm2OpTime) {
+func printOpTimes(w io.Writer, ops []lfm2.OpTime) {
 	total, names := 0.0, []string{"operation"}
 	for _, op := range ops {
 		total += op.MS
@@ -626,7 +566,7 @@ func numberTable(w io.Writer, names []string) (*tabwriter.Writer, func(string) s
 // printMoEPaths writes the MoE paths' profiles side by side: each
 // operation's ms under each path (- where a path has no such operation),
 // then each prefill's wall time.
-func printMoEPaths(w io.Writer, paths []lfm2MoERecord) {
+func printMoEPaths(w io.Writer, paths []lfm2.MoERecord) {
 	var ops []string // in the first path's order (slowest first), then the others' new ones
 	ms := make([]map[string]float64, len(paths))
 	for i, p := range paths {
@@ -667,7 +607,7 @@ func printMoEPaths(w io.Writer, paths []lfm2MoERecord) {
 // validateLogits compares logits with the reference file, of the given
 // shape, and fills res's validation fields. It returns a failure (not an
 // error of the command's use) if a sample is off by more than tol.
-func validateLogits(res *lfm2BenchResult, logits []float32, path string, shape []int, tol float64) (failed, err error) {
+func validateLogits(res *lfm2.BenchRecord, logits []float32, path string, shape []int, tol float64) (failed, err error) {
 	refData, refShape, err := datasets.ReadNPYTensor(path)
 	if err != nil {
 		return nil, err

@@ -124,7 +124,7 @@ func TestLFM2Bench(t *testing.T) {
 		!strings.Contains(stdout, "decode at batch 2: 3 greedy steps") {
 		t.Fatalf("exit %d: %s%s", code, stdout, errs)
 	}
-	var res lfm2BenchResult
+	var res lfm2.BenchRecord
 	if data, err := os.ReadFile(js); err != nil || json.Unmarshal(data, &res) != nil || res.Batch != 3 || res.SamplesPerSec <= 0 ||
 		len(res.Decode) != 2 || res.Decode[1].Batch != 2 || res.Decode[1].TokensPerSec <= 0 {
 		t.Errorf("json %+v, %v", res, err)
@@ -285,7 +285,7 @@ func TestLFM2CUDABench(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	var res lfm2BenchResult
+	var res lfm2.BenchRecord
 	if data, err := os.ReadFile(js); err != nil || json.Unmarshal(data, &res) != nil {
 		t.Fatalf("%s: %v", js, err)
 	}
@@ -305,14 +305,14 @@ func TestLFM2CUDABench(t *testing.T) {
 // path has no such operation.
 func TestLFM2ProfileTables(t *testing.T) {
 	var b strings.Builder
-	printOpTimes(&b, []lfm2OpTime{{"expert w1|w3 gemms", 24, 3}, {"router", 8, 1}})
+	printOpTimes(&b, []lfm2.OpTime{{Name: "expert w1|w3 gemms", Calls: 24, MS: 3}, {Name: "router", Calls: 8, MS: 1}})
 	if !regexp.MustCompile(`expert w1\|w3 gemms +24 +3\.000 +75\.0\n +router +8 +1\.000 +25\.0\n$`).MatchString(b.String()) {
 		t.Errorf("operation table:\n%s", b.String())
 	}
 	b.Reset()
-	printMoEPaths(&b, []lfm2MoERecord{
-		{Path: "grouped", WallMS: 5, Ops: []lfm2OpTime{{"expert w1|w3 gemms", 24, 3}, {"router", 8, 1}}},
-		{Path: "persistent", WallMS: 9, Ops: []lfm2OpTime{{"experts (persistent)", 8, 7}, {"router", 8, 1.5}}},
+	printMoEPaths(&b, []lfm2.MoERecord{
+		{Path: "grouped", WallMS: 5, Ops: []lfm2.OpTime{{Name: "expert w1|w3 gemms", Calls: 24, MS: 3}, {Name: "router", Calls: 8, MS: 1}}},
+		{Path: "persistent", WallMS: 9, Ops: []lfm2.OpTime{{Name: "experts (persistent)", Calls: 8, MS: 7}, {Name: "router", Calls: 8, MS: 1.5}}},
 	})
 	for _, want := range []string{`grouped +persistent\n`, `expert w1\|w3 gemms +3\.000 +-\n`, `router +1\.000 +1\.500\n`,
 		`experts \(persistent\) +- +7\.000\n`, `wall +5\.000 +9\.000\n$`} {
