@@ -442,14 +442,7 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	gpu, _ := m.(*lfm2.CUDAModel)
 	if gpu != nil {
 		for _, st := range gpu.Stages() {
-			link := ""
-			switch {
-			case st.First > 0 && st.P2P:
-				link = ", peer copy from the previous GPU"
-			case st.First > 0:
-				link = ", copy through the host"
-			}
-			res.Stages = append(res.Stages, fmt.Sprintf("%s: layers %d-%d%s", st.Device, st.First, st.Last-1, link))
+			res.Stages = append(res.Stages, st.String())
 		}
 		if len(res.Stages) > 1 {
 			fmt.Fprintf(stdout, "pipeline: %s\n", strings.Join(res.Stages, "; "))

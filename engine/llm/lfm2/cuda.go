@@ -162,6 +162,19 @@ type StageInfo struct {
 	P2P         bool
 }
 
+// String describes the stage as `lab lfm2 bench` prints it, e.g.
+// "cuda:1: layers 13-23, peer copy from the previous GPU".
+func (st StageInfo) String() string {
+	link := ""
+	switch {
+	case st.First > 0 && st.P2P:
+		link = ", peer copy from the previous GPU"
+	case st.First > 0:
+		link = ", copy through the host"
+	}
+	return fmt.Sprintf("%s: layers %d-%d%s", st.Device, st.First, st.Last-1, link)
+}
+
 // Close frees every device allocation of the model.
 func (m *CUDAModel) Close() error {
 	var errs []error
