@@ -10,6 +10,7 @@ import (
 
 	"gpulab/engine/atomicfile"
 	"gpulab/engine/exercise"
+	"gpulab/engine/nb/jupyter"
 )
 
 // exerciseFillCmd writes a copy of an exercise notebook whose marked cell
@@ -42,7 +43,7 @@ func exerciseFillCmd(args []string, stdout, stderr io.Writer) error {
 		if cell["cell_type"] != "code" {
 			continue
 		}
-		src := joinSource(cell["source"])
+		src := jupyter.Source(cell["source"])
 		for _, name := range exercise.Names() {
 			marker := "// EXERCISE " + name
 			if !strings.Contains(src, marker) {
@@ -82,19 +83,4 @@ func exerciseFillCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return atomicfile.WriteBytes(*out, b)
-}
-
-func joinSource(v any) string {
-	switch s := v.(type) {
-	case string:
-		return s
-	case []any:
-		var b strings.Builder
-		for _, l := range s {
-			str, _ := l.(string)
-			b.WriteString(str)
-		}
-		return b.String()
-	}
-	return ""
 }

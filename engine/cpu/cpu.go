@@ -41,6 +41,18 @@ func Parallel(n, grain int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
+// SquaredDistance is the squared Euclidean distance between two points of
+// the same length, summed in float64: the reference that the k-means and
+// SQFD kernels are checked against.
+func SquaredDistance(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		t := float64(a[i]) - float64(b[i])
+		s += t * t
+	}
+	return s
+}
+
 // Copy copies src into dst in parallel; it returns the number of elements copied.
 func Copy(dst, src []float32) int {
 	n := min(len(dst), len(src))

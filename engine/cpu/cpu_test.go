@@ -57,3 +57,19 @@ func TestHost(t *testing.T) {
 		t.Errorf("host info %+v", h)
 	}
 }
+
+func TestSquaredDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b []float32
+		want float64
+	}{
+		{nil, nil, 0},
+		{[]float32{1, 2, 3}, []float32{1, 2, 3}, 0},
+		{[]float32{0, 0}, []float32{3, 4}, 25},
+		{[]float32{1e8, -1}, []float32{1e8 + 8, 1}, 68}, // summed in float64: no float32 cancellation
+	} {
+		if got := SquaredDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("SquaredDistance(%v, %v) = %g, want %g", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

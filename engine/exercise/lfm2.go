@@ -118,6 +118,30 @@ func (p rmsnormProblem) reference() ([]float32, error) {
 	return y, err
 }
 
+// throughput times src's kernel, launched by call, at its best and returns
+// the GB/s of moving bytes.
+func throughput(run launcher, call func(src string) call, bytes float64, src string) (float64, error) {
+	t, err := best(func() (time.Duration, error) {
+		_, t, err := run(call(src))
+		return t, err
+	})
+	return bytes / t.Seconds() / 1e9, err
+}
+
+// appendGoCPU times the Go CPU version f at its best and, if it ran, adds
+// its GB/s of moving bytes to the ladder.
+func appendGoCPU(ladder []Rung, bytes float64, f func() error) []Rung {
+	t, err := best(func() (time.Duration, error) {
+		start := time.Now()
+		err := f()
+		return time.Since(start), err
+	})
+	if err != nil {
+		return ladder
+	}
+	return append(ladder, Rung{Name: "Go CPU (all cores)", GFLOPS: bytes / t.Seconds() / 1e9})
+}
+
 // parallelRows runs f on rows 0..n−1 on all cores (cpu.Parallel) and
 // returns the error of the first row that failed.
 func parallelRows(n int, f func(r int) error) error {
@@ -162,25 +186,16 @@ func checkRMSNorm(run launcher, solution, src string, timing [2]int, step func(p
 	r.Correct = true
 	p := newRMSNormProblem(rng, timing[0], timing[1])
 	r.Size = p.String()
-	gbps := func(src string) (float64, error) {
-		t, err := best(func() (time.Duration, error) {
-			_, t, err := run(p.call(src))
-			return t, err
-		})
-		return p.bytes() / t.Seconds() / 1e9, err
-	}
+	gbps := func(src string) (float64, error) { return throughput(run, p.call, p.bytes(), src) }
 	var err error
 	if r.GFLOPS, err = gbps(src); err != nil {
 		r.Correct, r.Error = false, fmt.Sprintf("correct on the small problems, but it failed at %s: %v", p, err)
 		return r
 	}
-	if t, err := best(func() (time.Duration, error) {
-		start := time.Now()
+	r.Ladder = appendGoCPU(r.Ladder, p.bytes(), func() error {
 		_, err := p.reference()
-		return time.Since(start), err
-	}); err == nil {
-		r.Ladder = append(r.Ladder, Rung{Name: "Go CPU (all cores)", GFLOPS: p.bytes() / t.Seconds() / 1e9})
-	}
+		return err
+	})
 	if g, err := gbps(solution); err == nil {
 		r.Ladder = append(r.Ladder, Rung{Name: "reference solution", GFLOPS: g})
 		r.PctOfRef = 100 * r.GFLOPS / g
@@ -406,29 +421,19 @@ func checkRouter(run launcher, solution, src string, timing routerShape) Result 
 	r.Correct = true
 	p := newRouterProblem(rng, timing)
 	r.Size = timing.String()
-	gbps := func(src string) (float64, error) {
-		t, err := best(func() (time.Duration, error) {
-			_, t, err := run(p.call(src))
-			return t, err
-		})
-		return p.bytes() / t.Seconds() / 1e9, err
-	}
+	gbps := func(src string) (float64, error) { return throughput(run, p.call, p.bytes(), src) }
 	var err error
 	if r.GFLOPS, err = gbps(src); err != nil {
 		r.Correct, r.Error = false, fmt.Sprintf("correct on the small problems, but it failed at %s: %v", timing, err)
 		return r
 	}
 	c := p.config()
-	if t, err := best(func() (time.Duration, error) {
-		start := time.Now()
-		err := parallelRows(p.tokens, func(t int) error {
+	r.Ladder = appendGoCPU(r.Ladder, p.bytes(), func() error {
+		return parallelRows(p.tokens, func(t int) error {
 			_, _, err := lfm2.Route(c, p.logits[t*p.experts:(t+1)*p.experts], p.bias)
 			return err
 		})
-		return time.Since(start), err
-	}); err == nil {
-		r.Ladder = append(r.Ladder, Rung{Name: "Go CPU (all cores)", GFLOPS: p.bytes() / t.Seconds() / 1e9})
-	}
+	})
 	if g, err := gbps(solution); err == nil {
 		r.Ladder = append(r.Ladder, Rung{Name: "reference solution", GFLOPS: g})
 		r.PctOfRef = 100 * r.GFLOPS / g

@@ -33,6 +33,7 @@ package sqfd
 
 import (
 	"fmt"
+	"gpulab/engine/cpu"
 	"math"
 )
 
@@ -168,18 +169,8 @@ func cross(a, b []float32, dim int, k Kernel) float64 {
 	for i := 0; i < len(a); i += dim + 1 {
 		ai, wi := a[i:i+dim], float64(a[i+dim])
 		for j := 0; j < len(b); j += dim + 1 {
-			s += wi * float64(b[j+dim]) * k.Of(sqDist(ai, b[j:j+dim]))
+			s += wi * float64(b[j+dim]) * k.Of(cpu.SquaredDistance(ai, b[j:j+dim]))
 		}
-	}
-	return s
-}
-
-// sqDist is the squared Euclidean distance, summed in float64.
-func sqDist(a, b []float32) float64 {
-	var s float64
-	for i := range a {
-		t := float64(a[i]) - float64(b[i])
-		s += t * t
 	}
 	return s
 }

@@ -183,17 +183,17 @@ func inconsistent(x *Matrix, r *Result) int {
 	zero := make([]float32, d)
 	norms := make([]float64, k)
 	for c := range k {
-		norms[c] = sqDist(r.Centers[c*d:(c+1)*d], zero)
+		norms[c] = cpu.SquaredDistance(r.Centers[c*d:(c+1)*d], zero)
 	}
 	slack := math.Sqrt(float64(d)) * math.Ldexp(1, -21)
 	var bad atomic.Int64
 	cpu.Parallel(x.N, 1024, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row, l := x.X[i*d:(i+1)*d], int(r.Labels[i])
-			xn := sqDist(row, zero)
-			mine := sqDist(row, r.Centers[l*d:(l+1)*d])
+			xn := cpu.SquaredDistance(row, zero)
+			mine := cpu.SquaredDistance(row, r.Centers[l*d:(l+1)*d])
 			for c := range k {
-				if dc := sqDist(row, r.Centers[c*d:(c+1)*d]); dc < mine-slack*(xn+norms[l]+norms[c]) {
+				if dc := cpu.SquaredDistance(row, r.Centers[c*d:(c+1)*d]); dc < mine-slack*(xn+norms[l]+norms[c]) {
 					bad.Add(1)
 					break
 				}

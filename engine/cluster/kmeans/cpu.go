@@ -54,9 +54,9 @@ func (p *cpuPass) assign(centers []float32) ([]float64, []int64, float64, error)
 		var in float64
 		for i := lo; i < hi; i++ {
 			row := p.x.X[i*d : (i+1)*d]
-			best, bestD := 0, sqDist(row, centers[:d])
+			best, bestD := 0, cpu.SquaredDistance(row, centers[:d])
 			for j := 1; j < k; j++ {
-				if dj := sqDist(row, centers[j*d:(j+1)*d]); dj < bestD {
+				if dj := cpu.SquaredDistance(row, centers[j*d:(j+1)*d]); dj < bestD {
 					best, bestD = j, dj
 				}
 			}

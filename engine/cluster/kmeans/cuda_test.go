@@ -2,6 +2,7 @@ package kmeans
 
 import (
 	"fmt"
+	"gpulab/engine/cpu"
 	"gpulab/engine/cuda/cudatest"
 	"math"
 	"strings"
@@ -33,7 +34,7 @@ func agree(t *testing.T, name string, x *Matrix, g *GPU, init []float32, got, wa
 			continue
 		}
 		row := x.X[i*d : (i+1)*d]
-		a, b := sqDist(row, init[int(gl[i])*d:(int(gl[i])+1)*d]), sqDist(row, init[int(cl[i])*d:(int(cl[i])+1)*d])
+		a, b := cpu.SquaredDistance(row, init[int(gl[i])*d:(int(gl[i])+1)*d]), cpu.SquaredDistance(row, init[int(cl[i])*d:(int(cl[i])+1)*d])
 		if math.Abs(a-b) > 1e-5*max(a, b) {
 			t.Errorf("%s: first assignment: point %d labelled %d, CPU %d (distances %g, %g)", name, i, gl[i], cl[i], a, b)
 			break

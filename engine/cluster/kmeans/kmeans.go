@@ -10,6 +10,7 @@ package kmeans
 
 import (
 	"fmt"
+	"gpulab/engine/cpu"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -165,7 +166,7 @@ func initialCenters(data Data, cfg Config) ([]float32, error) {
 		centers = append(centers, c...)
 		var total float64
 		for j := range m {
-			best[j] = min(best[j], sqDist(pts[j*d:(j+1)*d], c))
+			best[j] = min(best[j], cpu.SquaredDistance(pts[j*d:(j+1)*d], c))
 			total += best[j]
 		}
 		if total == 0 { // fewer distinct points than K: take any not yet taken
@@ -182,16 +183,6 @@ func initialCenters(data Data, cfg Config) ([]float32, error) {
 		}
 	}
 	return centers, nil
-}
-
-// sqDist is the squared distance between two points, summed in float64.
-func sqDist(a, b []float32) float64 {
-	var s float64
-	for i := range a {
-		t := float64(a[i]) - float64(b[i])
-		s += t * t
-	}
-	return s
 }
 
 // pass is what differs between implementations: one assignment of every

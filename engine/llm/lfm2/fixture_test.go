@@ -16,8 +16,8 @@ import (
 // Lfm2ForCausalLM and an Lfm2MoeForCausalLM with a nonzero expert_bias.
 var fixtures = filepath.Join("..", "..", "..", "datasets", "testdata", "lfm2")
 
-// loadFixture loads the model of one fixture directory.
-func loadFixture(t *testing.T, dir string) (*Config, *Weights) {
+// loadModel loads the config and weights of a model directory (a fixture or a test model).
+func loadModel(t *testing.T, dir string) (*Config, *Weights) {
 	t.Helper()
 	c, err := LoadConfig(dir)
 	if err != nil {
@@ -53,7 +53,7 @@ func TestFixtureLogits(t *testing.T) {
 	for _, name := range []string{"dense", "moe"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(fixtures, name)
-			c, w := loadFixture(t, dir)
+			c, w := loadModel(t, dir)
 			var ids struct{ Batch [][]int }
 			readJSON(t, filepath.Join(dir, "ids.json"), &ids)
 			want, shape, err := datasets.ReadNPYTensor(filepath.Join(dir, "logits.npy"))
@@ -88,7 +88,7 @@ func TestFixtureGreedy(t *testing.T) {
 	for _, name := range []string{"dense", "moe"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(fixtures, name)
-			c, w := loadFixture(t, dir)
+			c, w := loadModel(t, dir)
 			var g struct {
 				Prompt       []int
 				Continuation []int

@@ -23,20 +23,10 @@ const fwdConfig = `{
 func fwdModel(t *testing.T) (*Config, *Weights) {
 	t.Helper()
 	dir := t.TempDir()
-	c, err := WriteRandomModel(dir, []byte(fwdConfig), 3)
-	if err != nil {
+	if _, err := WriteRandomModel(dir, []byte(fwdConfig), 3); err != nil {
 		t.Fatal(err)
 	}
-	ck, err := OpenCheckpoint(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	w, err := LoadWeights(c, ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, w
+	return loadModel(t, dir)
 }
 
 func TestForwardPrefillMatchesDecode(t *testing.T) {

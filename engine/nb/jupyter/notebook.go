@@ -95,10 +95,13 @@ func splitLines(m map[string]any, key string) {
 	m[key] = lines
 }
 
-// cellSource is a cell's source, which nbformat stores as one string or as
-// a list of lines.
-func cellSource(cell map[string]any) string {
-	switch s := cell["source"].(type) {
+// cellSource is a cell's source.
+func cellSource(cell map[string]any) string { return Source(cell["source"]) }
+
+// Source joins a cell's "source" field, which nbformat stores as one string
+// or as a list of lines.
+func Source(v any) string {
+	switch s := v.(type) {
 	case string:
 		return s
 	case []any:
