@@ -116,8 +116,9 @@ func (m cpuLFM2) BenchDecode(batch, prompt, steps int, seed uint64) (*lfm2.Decod
 
 // lfm2Size is what a command will run at most: sequences at once, and
 // positions of one sequence (prompt and new tokens together). The CUDA
-// engine sizes its caches and buffers by it.
-type lfm2Size struct{ batch, seq int }
+// engine sizes its caches and buffers by it. microTokens, when not zero, is
+// the CUDA engine's MaxTokens: the most tokens of one micro-batch.
+type lfm2Size struct{ batch, seq, microTokens int }
 
 // openLFM2 loads the model in dir onto device in dtype, sized for size.
 func openLFM2(dir, device, dtype string, size lfm2Size) (lfm2Engine, error) {
@@ -212,7 +213,7 @@ func lfm2Contexts(device string, c *lfm2.Config) ([]*cuda.Context, error) {
 // max_position_embeddings are refused before they run, so the caches never
 // need more.
 func lfm2CUDAOptions(c *lfm2.Config, dtype string, size lfm2Size) lfm2.CUDAOptions {
-	return lfm2.CUDAOptions{DType: dtype, MaxBatch: size.batch, MaxSeq: min(size.seq, c.MaxPositions)}
+	return lfm2.CUDAOptions{DType: dtype, MaxBatch: size.batch, MaxSeq: min(size.seq, c.MaxPositions), MaxTokens: size.microTokens}
 }
 
 // closeLFM2 closes m when a command ends. If the command failed, its error
@@ -403,6 +404,7 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	tol := fs.Float64("tol", 1e-4, "with --ref: the largest absolute difference a sample may have")
 	out := fs.String("out", "", "write the logits here (.npy), e.g. to serve as a later --ref")
 	jsonOut := fs.String("json", "", "write the result as JSON here")
+	microTokens := fs.Int("micro-tokens", 0, "CUDA: the most tokens of one micro-batch (0: the engine's default, 8192); a prefill also takes at least 4 micro-batches per GPU")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -412,14 +414,14 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		return usageError{err}
 	case (*model == "") == (*random == ""):
 		return usageError{fmt.Errorf("give exactly one of --model DIR and --random NAME")}
-	case *batchN <= 0 || *seq <= 0 || *decodeN < 0 || *reps <= 0:
-		return usageError{fmt.Errorf("--batch %d --seq %d --decode %d --reps %d: want positive sizes", *batchN, *seq, *decodeN, *reps)}
+	case *batchN <= 0 || *seq <= 0 || *decodeN < 0 || *reps <= 0 || *microTokens < 0:
+		return usageError{fmt.Errorf("--batch %d --seq %d --decode %d --reps %d --micro-tokens %d: want positive sizes", *batchN, *seq, *decodeN, *reps, *microTokens)}
 	case *compareMoE && *device == "cpu":
 		return usageError{fmt.Errorf("--compare-moe compares the CUDA engine's MoE paths: give --device cuda:N or all-gpus")}
 	}
-	size := lfm2Size{batch: *batchN, seq: *seq}
+	size := lfm2Size{batch: *batchN, seq: *seq, microTokens: *microTokens}
 	if *decodeN > 0 { // BenchDecode profiles one more step after the timed ones
-		size = lfm2Size{batch: max(*batchN, slices.Max(decodeAt)), seq: *seq + *decodeN + 1}
+		size.batch, size.seq = max(*batchN, slices.Max(decodeAt)), *seq+*decodeN+1
 	}
 	var m lfm2Engine
 	name := *model
@@ -438,7 +440,7 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	if err := lfm2.CheckBatch(c, batch); err != nil {
 		return err
 	}
-	res := lfm2.BenchRecord{Commit: bench.Commit(), Device: *device, DType: *dtype, Model: name, Batch: *batchN, Seq: *seq, Reps: *reps}
+	res := lfm2.BenchRecord{Commit: bench.Commit(), Device: *device, DType: *dtype, Model: name, Batch: *batchN, Seq: *seq, Reps: *reps, MicroTokens: *microTokens}
 	gpu, _ := m.(*lfm2.CUDAModel)
 	if gpu != nil {
 		for _, st := range gpu.Stages() {

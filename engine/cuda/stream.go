@@ -22,6 +22,27 @@ func (c *Context) NewStream() (*Stream, error) {
 	return s, nil
 }
 
+// NewStreamPriority is NewStream with a scheduling priority: when both have
+// blocks waiting, the GPU starts those of the stream with the higher
+// priority first (running blocks are not preempted). rank 0 is the device's
+// highest priority, rank 1 the next, down to its lowest, where larger ranks
+// stay.
+func (c *Context) NewStreamPriority(rank int) (*Stream, error) {
+	s := &Stream{ctx: c}
+	err := c.Do(func() error {
+		var least, greatest int32 // CUDA counts down: greatest is the smallest number
+		if err := check("cuCtxGetStreamPriorityRange", cuCtxGetStreamPriorityRange(&least, &greatest)); err != nil {
+			return err
+		}
+		p := min(greatest+int32(rank), least)
+		return check("cuStreamCreateWithPriority", cuStreamCreateWithPriority(&s.h, 1, p))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 func (s *Stream) handle() uintptr {
 	if s == nil {
 		return 0

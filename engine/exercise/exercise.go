@@ -364,17 +364,20 @@ func randomMatrix(rng *rand.Rand, n int) []float32 {
 }
 
 // studentLines rewrites the positions in a build log, such as PoCL's
-// "/root/.cache/pocl/kcache/tempfile_x.cl:5:19:", NVIDIA OpenCL's
-// "<kernel>:5:19:" or NVRTC's "exercise.cu:5:", to "line 5, column 19:"
-// or "line 5:": the student's own lines, since their source is compiled as
-// it is, with nothing prepended (line 1 is the line of the opening
-// backtick).
+// "error: /root/.cache/pocl/kcache/tempfile_x.cl:5:19:", NVIDIA OpenCL's
+// "<kernel>:5:19: error:" or NVRTC's "exercise.cu:5: error:", to
+// "line 5, column 19: error:" or "line 5: error:" (PoCL puts the severity
+// first; every compiler then reads alike): the student's own lines, since
+// their source is compiled as it is, with nothing prepended (line 1 is the
+// line of the opening backtick).
 var (
+	poclPos  = regexp.MustCompile(`(error|warning): (\S+\.cl):(\d+):(\d+):`)
 	buildPos = regexp.MustCompile(`(\S+\.cl|<kernel>):(\d+):(\d+):`)
 	nvrtcPos = regexp.MustCompile(regexp.QuoteMeta(gemm.ExerciseSourceName) + `:(\d+):`)
 )
 
 func studentLines(log string) string {
+	log = poclPos.ReplaceAllString(log, "line $3, column $4: $1:")
 	return nvrtcPos.ReplaceAllString(buildPos.ReplaceAllString(log, "line $2, column $3:"), "line $1:")
 }
 

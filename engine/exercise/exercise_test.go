@@ -138,7 +138,7 @@ func TestWrongAndBroken(t *testing.T) {
     if (m < M && n < N) C[m*N + n] = acc;
 }
 `, true, "first wrong element: C[0][0] (index 0) is 0, expected"},
-		{"OpenCL GEMM does not compile", LangOpenCL, "gemm/tiled", gemmOpenCLHead + "    float x = ;\n}\n", false, "line 5, column 15: expected expression"},
+		{"OpenCL GEMM does not compile", LangOpenCL, "gemm/tiled", gemmOpenCLHead + "    float x = ;\n}\n", false, "line 5, column 15: error: expected expression"},
 		{"CUDA GEMM forgets the last partial tile of K", LangCUDA, "gemm/tiled", gemmCUDAHead + `
     int col = blockIdx.x * 32 + threadIdx.x, row = blockIdx.y * 32 + threadIdx.y;
     if (row >= M || col >= N) return;
@@ -158,7 +158,7 @@ func TestWrongAndBroken(t *testing.T) {
 }
 `, true, "is nearer"},
 		{"OpenCL k-means forgets the squares", LangOpenCL, "kmeans/assign", strings.Replace(mustOpenCL(t, assignStep), "s += t * t;", "s += t * t; if (c == k - 1) s = 1.0f;", 1), true, "dist["},
-		{"OpenCL k-means does not compile", LangOpenCL, "kmeans/assign", assignOpenCLHead + "    int i = get_global_id(0)\n}\n", false, "line 3, column 29: expected ';'"},
+		{"OpenCL k-means does not compile", LangOpenCL, "kmeans/assign", assignOpenCLHead + "    int i = get_global_id(0)\n}\n", false, "line 3, column 29: error: expected ';'"},
 		{"CUDA k-means labels every point 0", LangCUDA, "kmeans/assign", assignCUDAHead + `
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -171,11 +171,11 @@ func TestWrongAndBroken(t *testing.T) {
 		{"OpenCL SQFD sends ties to the higher index", LangOpenCL, "sqfd/assign", replaced(t, mustOpenCL(t, sqfdAssignFile), "d2 < best", "d2 <= best"), true, "ties go to the lower index"},
 		{"OpenCL SQFD forgets the factor 2", LangOpenCL, "sqfd/assign", replaced(t, mustOpenCL(t, sqfdAssignFile), "2.0f * cross", "cross"), true, "signature 0: dist[0] is"},
 		{"OpenCL SQFD forgets the weights", LangOpenCL, "sqfd/assign", replaced(t, mustOpenCL(t, sqfdAssignFile), "fma(weights[b], exp(-alpha * d2), term)", "term + exp(-alpha * d2)"), true, "is nearer"},
-		{"OpenCL SQFD does not compile", LangOpenCL, "sqfd/assign", sqfdOpenCLHead + "    const int i = get_global_id(0)\n}\n", false, "line 4, column 35: expected ';'"},
+		{"OpenCL SQFD does not compile", LangOpenCL, "sqfd/assign", sqfdOpenCLHead + "    const int i = get_global_id(0)\n}\n", false, "line 4, column 35: error: expected ';'"},
 		{"CUDA SQFD sends ties to the higher index", LangCUDA, "sqfd/assign", replaced(t, mustCUDA(t, sqfdAssignFile), "d2 < best", "d2 <= best"), true, "ties go to the lower index"},
 		{"OpenCL RMSNorm forgets eps", LangOpenCL, "lfm2/rmsnorm", replaced(t, mustOpenCL(t, rmsnormFile), "(float)width + eps)", "(float)width)"), true, "first wrong element: y[0][0] (index 0) is"},
 		{"OpenCL RMSNorm uses its own partial sum", LangOpenCL, "lfm2/rmsnorm", replaced(t, mustOpenCL(t, rmsnormFile), "sqrt(partial[0]", "sqrt(partial[lid]"), true, "first wrong element: y["},
-		{"OpenCL RMSNorm does not compile", LangOpenCL, "lfm2/rmsnorm", rmsnormOpenCLHead + "    flot s = 0.0f;\n}\n", false, "line 3, column 5: use of undeclared identifier 'flot'"},
+		{"OpenCL RMSNorm does not compile", LangOpenCL, "lfm2/rmsnorm", rmsnormOpenCLHead + "    flot s = 0.0f;\n}\n", false, "line 3, column 5: error: use of undeclared identifier 'flot'"},
 		{"CUDA RMSNorm forgets the mean", LangCUDA, "lfm2/rmsnorm", replaced(t, mustCUDA(t, rmsnormFile), "partial[0] / (float)width", "partial[0]"), true, "first wrong element: y[0][0] (index 0) is"},
 		{"OpenCL router chooses without the bias", LangOpenCL, "lfm2/router", replaced(t, mustOpenCL(t, routerFile), "sigmoid(z[e]) + bias[e]", "sigmoid(z[e])"), true, "expected expert"},
 		{"OpenCL router sends ties to the higher index", LangOpenCL, "lfm2/router",
@@ -227,7 +227,7 @@ func mustOpenCL(t *testing.T, name string) string {
 func TestStudentLines(t *testing.T) {
 	for _, tc := range []struct{ log, want string }{
 		{"opencl: build program: CL_BUILD_PROGRAM_FAILURE (-11)\nerror: /root/.cache/pocl/kcache/tempfile_ab.cl:5:19: expected expression",
-			"does not compile: error: line 5, column 19: expected expression"},
+			"does not compile: line 5, column 19: error: expected expression"},
 		{"opencl: build program: CL_BUILD_PROGRAM_FAILURE\n<kernel>:3:1: error: unknown type name 'flot'",
 			"does not compile: line 3, column 1: error: unknown type name 'flot'"},
 		{"nvrtc: compile exercise.cu: NVRTC_ERROR_COMPILATION\nexercise.cu:7: error: expected a \";\"",

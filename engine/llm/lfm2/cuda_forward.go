@@ -45,15 +45,19 @@ type lane struct {
 	prof                                         *profile // nil unless timing kernels
 }
 
-// newLane allocates a lane's stream, cuBLAS handle and buffers. On error
+// newLane allocates lane number index's stream, cuBLAS handle and buffers. On error
 // the lane returned holds what was made, for the caller to free.
-func newLane(st *stage) (*lane, error) {
+func newLane(st *stage, index int) (*lane, error) {
 	c, o := st.m.c, st.m.o
 	sz := laneSizes(c, o, st.isLast)
 	es := o.elemSize()
 	ln := &lane{st: st}
 	var err error
-	if ln.stream, err = st.ctx.NewStream(); err != nil {
+	// Lane 0 has the higher priority: its micro-batch gets the GPU first and
+	// the other lane fills what it leaves (its waits on the host, its tails),
+	// so a stage hands its first micro-batch on after one micro-batch's time,
+	// not two, and a pipeline fills and drains faster.
+	if ln.stream, err = st.ctx.NewStreamPriority(index); err != nil {
 		return nil, fmt.Errorf("lfm2: %w", err)
 	}
 	if ln.blas, err = st.ctx.NewBLAS(ln.stream); err != nil {

@@ -204,8 +204,8 @@ func newStage(m *CUDAModel, ctx *cuda.Context, first, last int, isFirst, isLast 
 	if err := cuda.CopyHtoD(st.rope, ropeTable(c, o.MaxSeq)); err != nil {
 		return st, fmt.Errorf("lfm2: RoPE table: %w", err)
 	}
-	for range lanes {
-		ln, err := newLane(st)
+	for i := range lanes {
+		ln, err := newLane(st, i)
 		if ln != nil {
 			st.lanes = append(st.lanes, ln)
 		}

@@ -13,12 +13,15 @@ type BenchRecord struct {
 	Commit string `json:"commit"`
 	Device string `json:"device"`
 	// Stages is the pipeline, one line per GPU (CUDA).
-	Stages        []string `json:"stages,omitempty"`
-	DType         string   `json:"dtype"`
-	Model         string   `json:"model"`
-	Batch         int      `json:"batch"`
-	Seq           int      `json:"seq"`
-	Reps          int      `json:"reps"`
+	Stages []string `json:"stages,omitempty"`
+	DType  string   `json:"dtype"`
+	Model  string   `json:"model"`
+	Batch  int      `json:"batch"`
+	Seq    int      `json:"seq"`
+	Reps   int      `json:"reps"`
+	// MicroTokens is the most tokens of one micro-batch, when not the
+	// engine's default (CUDA).
+	MicroTokens   int      `json:"micro_tokens,omitempty"`
 	PrefillMS     float64  `json:"prefill_ms"`
 	SamplesPerSec float64  `json:"samples_per_s"`
 	TokensPerSec  float64  `json:"prefill_tokens_per_s"`

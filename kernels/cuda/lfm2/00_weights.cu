@@ -6,7 +6,9 @@
 // layouts (q|k|v, w1|w3, all experts in one array). The host never holds a
 // converted copy of a 16 GB model. For the speed benchmark without the real
 // checkpoint, fill_normal makes seeded N(mean, std²) weights in place from a
-// counter-based hash: no host copy at all, the same values in both engines.
+// counter-based hash: no host copy at all. Each value is rounded to bf16, as
+// a real checkpoint stores it, so the fp32 and bf16 engines hold the same
+// weights and differ only in their arithmetic (compare them like for like).
 // Traffic: one read of the source bytes, one write of the result.
 // Cost: a staging buffer as large as the largest tensor.
 #include "lfm2/common.cuh"
@@ -65,7 +67,7 @@ __device__ __forceinline__ float normal_at(unsigned long long seed, unsigned lon
 template <typename T>
 __device__ void fill(unsigned long long seed, unsigned long long tensor, long long n, float mean, float std, T* __restrict__ dst) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-        put(dst + i, mean + std * normal_at(seed, tensor, i));
+        put(dst + i, __bfloat162float(__float2bfloat16_rn(mean + std * normal_at(seed, tensor, i))));
 }
 
 extern "C" __global__ void fill_normal_elem(unsigned long long seed, unsigned long long tensor, long long n, float mean, float std, elem* dst) {
