@@ -11,12 +11,7 @@ import (
 	"io"
 	"os"
 
-	_ "gpulab/engine/bandwidth"      // registers the copy, vecadd and saxpy suites
-	_ "gpulab/engine/cluster/kmeans" // registers the kmeans suite
-	_ "gpulab/engine/gemm"           // registers the gemm suite
-	_ "gpulab/engine/sparse"
-	_ "gpulab/engine/sqfd"  // registers the sqfd and kmedoids suites         // registers the spmv and spgemm suites
-	_ "gpulab/engine/warps" // registers the OpenCL-and-warps experiments
+	_ "gpulab/engine/suites" // registers every benchmark suite
 )
 
 const usage = `lab: gpulab's command line.

@@ -20,6 +20,7 @@ import (
 
 	"gpulab/engine"
 	"gpulab/engine/bench"
+	_ "gpulab/engine/suites" // so that Run finds every suite by name
 )
 
 // DeviceIDs returns the ids in $GPULAB_DEVICES, or every usable device.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	_ "gpulab/engine/bandwidth"
 	"gpulab/engine/bench"
 )
 
@@ -67,5 +66,16 @@ func TestRootPath(t *testing.T) {
 	t.Setenv("GPULAB_ROOT", "")
 	if got := RootPath("a"); got != "a" {
 		t.Errorf("RootPath without GPULAB_ROOT = %q", got)
+	}
+}
+
+// TestSuitesRegistered: a notebook cell that calls Run may import nothing
+// but nb and bench (GoNB drops the imports a cell does not use), and must
+// still find every suite by name.
+func TestSuitesRegistered(t *testing.T) {
+	for _, name := range []string{"copy", "gemm", "kmeans", "kmedoids", "spgemm", "spmv", "sqfd", "wgsize"} {
+		if _, err := bench.Lookup(name); err != nil {
+			t.Error(err)
+		}
 	}
 }
