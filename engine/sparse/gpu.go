@@ -15,7 +15,7 @@ import (
 // to allocate and which rows go to which kernel.
 
 // GPUSteps lists the ladder's steps, in order.
-var GPUSteps = []string{"01_row_per_block", "02_two_phase", "03_shared_hash", "04_binned", "05_outer_product"}
+var GPUSteps = []string{"01_row_per_block", "02_two_phase", "03_shared_hash", "04_binned", "05_outer_product", "06_balanced"}
 
 // HashTable is one hash-kernel configuration: a table of Slots entries per
 // row, Threads per block. A row goes to the first table whose Slots/2 is at
@@ -483,7 +483,7 @@ func (g *GPUSpGEMM) Multiply(step string, a, b cuda.CSR) (c cuda.CSR, stats GPUS
 		err = r.twoPhase(a, b, &c)
 	case "03_shared_hash":
 		err = r.hashed(a, b, &c, SharedTables)
-	case "04_binned":
+	case "04_binned", "06_balanced":
 		err = r.hashed(a, b, &c, BinnedTables)
 	case "05_outer_product":
 		err = r.outerProduct(a, b, &c)
@@ -704,16 +704,17 @@ func (r *run) hashed(a, b cuda.CSR, c *cuda.CSR, tables []HashTable) error {
 	if err != nil {
 		return err
 	}
-	windowGrid := func(n, smem int) cuda.LaunchConfig {
-		return cuda.LaunchConfig{Grid: cuda.Dim3{X: n, Y: windows}, Block: cuda.Dim3{X: window / 32}, SharedMem: smem}
+	windowGrid := func(n, y, smem int) cuda.LaunchConfig {
+		return cuda.LaunchConfig{Grid: cuda.Dim3{X: n, Y: y}, Block: cuda.Dim3{X: window / 32}, SharedMem: smem}
 	}
+	span := symbolicSpan(r.step)
 	bl := binLaunch{r: r, tables: tables, list: list, counts: counts, rows: a.Rows}
 	err = bl.each("symbolic", func(t HashTable, rows cuda.DevicePtr, n int) error {
 		args := append(append([]any{rows}, rowArgs(a, b, false)...), nnz)
 		return r.launch(fmt.Sprintf("hash_symbolic_%d", t.Slots), hashGrid(t, n, 4), args...)
 	}, func(rows cuda.DevicePtr, n int) error {
-		args := append(append([]any{rows}, rowArgs(a, b, false)...), winCount, nnz)
-		return r.launch("window_symbolic", windowGrid(n, window/8), args...)
+		args := append(append([]any{rows}, rowArgs(a, b, false)...), windows, winCount, nnz)
+		return r.launch("window_symbolic", windowGrid(n, (windows+span-1)/span, span*window/8), args...)
 	})
 	if err != nil {
 		return err
@@ -744,10 +745,19 @@ func (r *run) hashed(a, b cuda.CSR, c *cuda.CSR, tables []HashTable) error {
 		return err
 	}
 	args := append(append([]any{denseList}, rowArgs(a, b, true)...), winCount)
-	if err := r.launch("window_numeric", windowGrid(dense, 4*window+window/8), append(args, out...)...); err != nil {
+	if err := r.launch("window_numeric", windowGrid(dense, windows, 4*window+window/8), append(args, out...)...); err != nil {
 		return err
 	}
 	return r.done("numeric: dense windows", dense)
+}
+
+// symbolicSpan is how many windows one block of the symbolic pass counts:
+// SYMBOLIC_SPAN of the step's kernel file (8 in spgemm_06_balanced.cu).
+func symbolicSpan(step string) int {
+	if step == "06_balanced" {
+		return 8
+	}
+	return 1
 }
 
 // Step 05: transpose A, expand column × row products into per-row slices,

@@ -109,6 +109,19 @@ struct RowSource {
     }
 };
 
+// lowerBound is the first q in [lo, hi) with col[q] >= key (hi if none): a
+// binary search of one sorted row of B.
+__device__ __forceinline__ int lowerBound(const int* col, int lo, int hi, int key) {
+    while (lo < hi) {
+        int mid = (lo + hi) >> 1;
+        if (col[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 // blockMinMax combines every thread's [lo, hi] into the block's, returned to
 // all threads. Every thread must call it.
 __device__ __forceinline__ void blockMinMax(int* lo, int* hi) {
