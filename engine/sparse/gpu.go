@@ -752,10 +752,10 @@ func (r *run) hashed(a, b cuda.CSR, c *cuda.CSR, tables []HashTable) error {
 }
 
 // symbolicSpan is how many windows one block of the symbolic pass counts:
-// SYMBOLIC_SPAN of the step's kernel file (8 in spgemm_06_balanced.cu).
+// SYMBOLIC_SPAN of the step's kernel file (16 in spgemm_06_balanced.cu).
 func symbolicSpan(step string) int {
 	if step == "06_balanced" {
-		return 8
+		return 16
 	}
 	return 1
 }

@@ -26,5 +26,5 @@
 // B, a block scan per batch of A's entries, and a binary search of the
 // offsets in shared memory for every product.
 #define WINDOW_BALANCED
-#define SYMBOLIC_SPAN 8  // symbolicSpan in engine/sparse/gpu.go
+#define SYMBOLIC_SPAN 16  // symbolicSpan in engine/sparse/gpu.go
 #include "sparse/spgemm_04_binned.cu"

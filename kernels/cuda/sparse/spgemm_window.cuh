@@ -120,20 +120,29 @@ __device__ void windowNumeric(const Source& src, const int* rowList, float* acc,
     const int* mine = winCount + blockIdx.x * gridDim.y;
     if (mine[blockIdx.y] == 0) return;  // the same for every thread of the block
     int row = rowList[blockIdx.x], w0 = blockIdx.y * WINDOW;
-    if (threadIdx.x < WARP) {  // the entries of windows 0..y-1 come first: a warp sums their counts
-        int b = 0;
-        for (int w = threadIdx.x; w < blockIdx.y; w += WARP) b += mine[w];
-#pragma unroll
-        for (int o = WARP / 2; o > 0; o /= 2) b += __shfl_xor_sync(0xffffffffu, b, o);
-        if (threadIdx.x == 0) base = outPtr[row] + b;
+    // The window's entries go after those of windows 0..y-1 of the row. Warp 0
+    // loads their counts now and adds them up only after the products, so
+    // that the loads' latency hides behind the work instead of holding the
+    // whole block at the next barrier.
+    int before = 0, rowStart = 0;
+    if (threadIdx.x < WARP) {
+        before = threadIdx.x < blockIdx.y ? mine[threadIdx.x] : 0;
+        for (int w = threadIdx.x + WARP; w < blockIdx.y; w += WARP) before += mine[w];  // past 32 windows
+        rowStart = outPtr[row];
     }
-    for (int s = threadIdx.x; s < WINDOW; s += blockDim.x) acc[s] = 0.f;
+    float4* acc4 = reinterpret_cast<float4*>(acc);
+    for (int s = threadIdx.x; s < WINDOW / 4; s += blockDim.x) acc4[s] = make_float4(0.f, 0.f, 0.f, 0.f);
     bits[threadIdx.x] = 0;
     __syncthreads();
     windowWalk(src, row, w0, w0 + WINDOW, [&](int c, float v) {
         atomicAdd(&acc[c - w0], v);
         atomicOr(&bits[(c - w0) / 32], 1u << ((c - w0) % 32));
     });
+    if (threadIdx.x < WARP) {
+#pragma unroll
+        for (int o = WARP / 2; o > 0; o /= 2) before += __shfl_xor_sync(0xffffffffu, before, o);
+        if (threadIdx.x == 0) base = rowStart + before;
+    }
     __syncthreads();
     unsigned b = bits[threadIdx.x];
     int total;
