@@ -458,10 +458,17 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	fmt.Fprintf(stdout, "%s %s, %s: prefill of %d × %d tokens in %.1f ms (fastest of %d): %.2f samples/s, %.0f tokens/s\n",
 		*device, *dtype, name, *batchN, *seq, res.PrefillMS, *reps, res.SamplesPerSec, res.TokensPerSec)
 	if pr.Profile != nil {
-		res.PrefillOps = lfm2.OpTimes(pr.Profile)
+		res.PrefillOps, res.StageTimes = lfm2.OpTimes(pr.Profile), lfm2.StageTimes(pr.Profile)
 		fmt.Fprintf(stdout, "one more prefill, GPU time by operation (summed over layers, micro-batches, lanes and GPUs; wall %.1f ms):\n",
 			msOf(pr.Profile.Wall))
 		printOpTimes(stdout, res.PrefillOps)
+		if len(res.StageTimes) > 1 {
+			fmt.Fprintln(stdout, "the same prefill by stage (busy: at least one lane working):")
+			for _, st := range res.StageTimes {
+				fmt.Fprintf(stdout, "  stage %d, %s, layers %s: busy %.1f ms (%.0f%% of the wall), from %.1f to %.1f ms\n",
+					st.Stage, st.Device, st.Layers, st.BusyMS, 100*st.BusyMS/msOf(pr.Profile.Wall), st.FirstMS, st.LastMS)
+			}
+		}
 	}
 	var failed error
 	if *ref != "" || *out != "" {

@@ -1,9 +1,11 @@
 package lfm2
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -26,6 +28,8 @@ type BenchRecord struct {
 	SamplesPerSec float64  `json:"samples_per_s"`
 	TokensPerSec  float64  `json:"prefill_tokens_per_s"`
 	PrefillOps    []OpTime `json:"prefill_ops,omitempty"` // one more prefill, by operation (CUDA)
+	// StageTimes is that profiled prefill by pipeline stage (CUDA).
+	StageTimes []StageTime `json:"stage_times,omitempty"`
 	// With a reference: samples whose logits all lie within Tol of the
 	// reference, the largest difference, and the share of positions that
 	// agree on the most likely token.
@@ -70,10 +74,58 @@ func OpTimes(p *Profile) []OpTime {
 	}
 	out := make([]OpTime, len(p.Kernels))
 	for i, k := range p.Kernels {
-		out[i] = OpTime{Name: k.Name, Calls: k.Calls, MS: float64(k.Time) / float64(time.Millisecond)}
+		out[i] = OpTime{Name: k.Name, Calls: k.Calls, MS: ms(k.Time)}
 	}
 	return out
 }
+
+// StageTime is one pipeline stage in a profiled run: when it worked on at
+// least one lane, and the span from its first start to its last end. Busy
+// against the run's wall time is the stage's utilization; a pipeline is
+// balanced when every stage's Busy is alike, and fills and drains fast when
+// First is small for every stage and Last close to the wall time.
+type StageTime struct {
+	Stage   int     `json:"stage"`
+	Device  string  `json:"device"`
+	Layers  string  `json:"layers"` // "first-last", inclusive
+	BusyMS  float64 `json:"busy_ms"`
+	FirstMS float64 `json:"first_ms"`
+	LastMS  float64 `json:"last_ms"`
+}
+
+// StageTimes sums a profile's timeline by stage: the union of its lanes'
+// spans (nil for a nil profile).
+func StageTimes(p *Profile) []StageTime {
+	if p == nil {
+		return nil
+	}
+	byStage := map[int][]Span{}
+	for _, s := range p.Timeline {
+		byStage[s.Stage] = append(byStage[s.Stage], s)
+	}
+	var out []StageTime
+	for stage, spans := range byStage {
+		slices.SortFunc(spans, func(a, b Span) int { return cmp.Compare(a.Start, b.Start) })
+		var busy time.Duration
+		start, end := spans[0].Start, spans[0].End // the interval being merged
+		last := end
+		for _, s := range spans[1:] {
+			if s.Start > end {
+				busy += end - start
+				start, end = s.Start, s.End
+			}
+			end, last = max(end, s.End), max(last, s.End)
+		}
+		busy += end - start
+		out = append(out, StageTime{Stage: stage, Device: spans[0].Device,
+			Layers: fmt.Sprintf("%d-%d", spans[0].FirstLayer, spans[0].Last-1),
+			BusyMS: ms(busy), FirstMS: ms(spans[0].Start), LastMS: ms(last)})
+	}
+	slices.SortFunc(out, func(a, b StageTime) int { return cmp.Compare(a.Stage, b.Stage) })
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // ReadBenchRecord reads a BenchRecord from the JSON file at path.
 func ReadBenchRecord(path string) (*BenchRecord, error) {
