@@ -188,6 +188,7 @@ func TestLFM2Errors(t *testing.T) {
 		{[]string{"bench", "--model", dir, "--compare-moe"}, 2, "--compare-moe compares the CUDA engine's MoE paths"},
 		{[]string{"bench", "--model", dir, "--decode", "2", "--decode-batch", "1,0"}, 2, `"0" is not a positive batch size`},
 		{[]string{"bench", "--model", dir, "--reps", "0"}, 2, "want positive sizes"},
+		{[]string{"bench", "--model", dir, "--micro-tokens", "-1"}, 2, "--micro-tokens -1"},
 		{[]string{"frobnicate"}, 2, `unknown subcommand "frobnicate"`},
 	} {
 		code, _, errs := lab(append([]string{"lfm2"}, tc.args...)...)
