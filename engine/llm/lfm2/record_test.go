@@ -55,8 +55,8 @@ func TestStageTimes(t *testing.T) {
 	p := &Profile{Timeline: []Span{
 		{Device: "cuda:1", Stage: 1, Lane: 0, Start: at(4), End: at(9), FirstLayer: 13, Last: 24},
 		{Device: "cuda:0", Stage: 0, Lane: 0, Start: at(0), End: at(4), FirstLayer: 0, Last: 13},
-		{Device: "cuda:0", Stage: 0, Lane: 1, Start: at(1), End: at(6), FirstLayer: 0, Last: 13}, // overlaps lane 0
-		{Device: "cuda:0", Stage: 0, Lane: 0, Start: at(5), End: at(7), FirstLayer: 0, Last: 13}, // inside lane 1, then past it
+		{Device: "cuda:0", Stage: 0, Lane: 1, Start: at(1), End: at(6), FirstLayer: 0, Last: 13},  // overlaps lane 0
+		{Device: "cuda:0", Stage: 0, Lane: 0, Start: at(5), End: at(7), FirstLayer: 0, Last: 13},  // inside lane 1, then past it
 		{Device: "cuda:0", Stage: 0, Lane: 1, Start: at(8), End: at(10), FirstLayer: 0, Last: 13}, // after a gap of 1
 		{Device: "cuda:1", Stage: 1, Lane: 1, Start: at(10), End: at(12), FirstLayer: 13, Last: 24},
 	}}
