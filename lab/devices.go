@@ -8,6 +8,9 @@ import (
 	"text/tabwriter"
 
 	"gpulab/engine"
+	"gpulab/engine/atomicfile"
+	"gpulab/engine/bandwidth"
+	"gpulab/engine/bench"
 	"gpulab/engine/cuda"
 )
 
@@ -61,4 +64,52 @@ func memory(b uint64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+}
+
+// p2pCmd measures the copy bandwidth between every pair of CUDA GPUs: what a
+// pipeline pays to pass activations from one stage to the next.
+func p2pCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("p2p", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	size := fs.String("size", "256M", "bytes per copy (K, M, G suffixes)")
+	reps := fs.Int("reps", 5, "timed copies per pair; the fastest counts")
+	jsonOut := fs.String("json", "", "also write the links as JSON here")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %v", fs.Args())}
+	}
+	bytes, err := bench.ParseBytes(*size)
+	if err != nil {
+		return usageError{fmt.Errorf("--size: %w", err)}
+	}
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		return err
+	}
+	ctxs := make([]*cuda.Context, n)
+	for i := range ctxs {
+		if ctxs[i], err = cuda.NewContext(i); err != nil {
+			return err
+		}
+	}
+	links, err := bandwidth.PeerBandwidth(ctxs, bytes, *reps)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "FROM\tTO\tDIRECT\tGB/s")
+	for _, l := range links {
+		fmt.Fprintf(w, "%s\t%s\t%v\t%.1f\n", l.Src, l.Dst, l.Direct, l.GBps)
+	}
+	w.Flush()
+	if *jsonOut == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(links, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(*jsonOut, append(b, '\n'))
 }

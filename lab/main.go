@@ -18,6 +18,7 @@ const usage = `lab: gpulab's command line.
 
 Usage:
   lab devices [--json] [--verbose]     list every usable device and its peaks
+  lab p2p [--size 256M] [--json F]      copy bandwidth between every pair of CUDA GPUs
   lab bench SUITE [flags]               run a benchmark suite (lab bench --help)
   lab bench --list                      list the suites
   lab report FILE.json ...              print benchmark records as a Markdown table (for docs/)
@@ -49,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "devices":
 		err = devicesCmd(args[1:], stdout, stderr)
+	case "p2p":
+		err = p2pCmd(args[1:], stdout, stderr)
 	case "bench":
 		err = benchCmd(args[1:], stdout, stderr)
 	case "report":

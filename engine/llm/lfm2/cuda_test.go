@@ -245,44 +245,53 @@ func TestCUDABF16(t *testing.T) {
 	}
 }
 
-// TestCUDAPipeline: two stages (on two GPUs, or twice the same one) give
-// the single GPU's logits and tokens.
+// TestCUDAPipeline: the fixture split over every GPU of the machine (up to
+// one per layer; on a one-GPU machine, two stages on the same GPU) gives the
+// single GPU's logits and tokens.
 func TestCUDAPipeline(t *testing.T) {
 	ctx := cudatest.Context(t)
+	c, ck, _ := cudaCheckpoint(t, "moe", "F32")
 	ctxs := []*cuda.Context{ctx, ctx}
 	if n, _ := cuda.DeviceCount(); n >= 2 {
-		second, err := cuda.NewContext(1)
-		if err != nil {
-			t.Fatal(err)
+		ctxs = ctxs[:1]
+		for i := 1; i < min(n, c.Layers); i++ {
+			next, err := cuda.NewContext(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctxs = append(ctxs, next)
 		}
-		ctxs[1] = second
 	}
-	c, ck, _ := cudaCheckpoint(t, "moe", "F32")
 	o := CUDAOptions{MaxBatch: 5, MaxSeq: 16, MaxTokens: 14}
 	one := newCUDATest(t, ctxs[:1], c, ck, o)
-	two := newCUDATest(t, ctxs, c, ck, o)
-	stages := two.Stages()
-	if len(stages) != 2 || stages[0].First != 0 || stages[0].Last != stages[1].First || stages[1].Last != c.Layers {
+	split := newCUDATest(t, ctxs, c, ck, o)
+	stages := split.Stages()
+	if len(stages) != len(ctxs) || stages[0].First != 0 || stages[len(stages)-1].Last != c.Layers {
 		t.Fatalf("stages %+v", stages)
 	}
+	for i := 1; i < len(stages); i++ {
+		if stages[i].First != stages[i-1].Last || stages[i].First >= stages[i].Last {
+			t.Fatalf("stages %+v", stages)
+		}
+	}
 	t.Logf("stages %+v", stages)
-	batch := randomBatch(rand.New(rand.NewPCG(7, 8)), 5, 6, c.Vocab) // 5 micro-batches over 2 stages × 2 lanes
+	batch := randomBatch(rand.New(rand.NewPCG(7, 8)), 5, 6, c.Vocab) // 5 micro-batches over the stages' 2 lanes
 	a, err := one.Logits(batch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := two.Logits(batch)
+	b, err := split.Logits(batch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := maxDiff(a, b); d > 1e-5 {
-		t.Errorf("pipeline logits differ from one GPU's by %.3g", d)
+		t.Errorf("pipeline logits over %d stages differ from one GPU's by %.3g", len(stages), d)
 	}
 	var ta, tb [][]int
 	for _, x := range []struct {
 		m   *CUDAModel
 		out *[][]int
-	}{{one, &ta}, {two, &tb}} {
+	}{{one, &ta}, {split, &tb}} {
 		if err := x.m.Generate(batch[:2], 5, Sampling{}, func(_ int, toks []int) error {
 			*x.out = append(*x.out, slices.Clone(toks))
 			return nil
