@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"gpulab/engine"
-	"gpulab/engine/atomicfile"
 	"gpulab/engine/bandwidth"
 	"gpulab/engine/bench"
 	"gpulab/engine/cuda"
@@ -107,9 +106,5 @@ func p2pCmd(args []string, stdout, stderr io.Writer) error {
 	if *jsonOut == "" {
 		return nil
 	}
-	b, err := json.MarshalIndent(links, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteBytes(*jsonOut, append(b, '\n'))
+	return bench.WriteJSONValue(*jsonOut, links)
 }
