@@ -28,13 +28,16 @@ const lfm2Usage = `usage:
   lab lfm2 logits --model DIR --ids "1 2 3,4 5 6" --out F.npy [--device D] [--dtype f32|bf16]
       float32 logits of every position of equal-length sequences: [batch, seq, vocab]
   lab lfm2 bench (--model DIR | --random lfm2-8b-a1b) [--batch B] [--seq S] [--reps R]
-               [--decode N [--decode-batch 1,64]] [--compare-moe]
+               [--decode N [--decode-batch 1,64]] [--compare-moe] [--moe PATH] [--micro-tokens N]
                [--device D] [--dtype f32|bf16] [--seed S] [--ref F.npy --tol T] [--out F.npy] [--json F]
       prefill samples/s on seeded random ids (B sequences of S tokens, the fastest of R runs;
       on CUDA with the GPU time of every operation), optionally checked against reference
       logits of the same ids (--out writes them); with --decode, tokens/s of N greedy steps
       after S-token prompts at each --decode-batch; --compare-moe (CUDA) profiles one prefill
-      with each MoE path, grouped cuBLAS GEMMs and the persistent kernel
+      with each MoE path: grouped cuBLAS GEMMs, grouped wgmma (bf16 on compute capability 9.0)
+      and the persistent kernel; --moe runs one of them (grouped, wgmma or persistent) instead
+      of the auto choice (persistent up to 256 token-expert pairs, then wgmma where it runs,
+      else grouped)
 
 Devices: cpu (the fp32 reference), cuda:N (the CUDA engine on GPU N) and all-gpus (the CUDA
 engine pipelined over every GPU, at most one per layer). --random needs a CUDA device.
@@ -117,8 +120,12 @@ func (m cpuLFM2) BenchDecode(batch, prompt, steps int, seed uint64) (*lfm2.Decod
 // lfm2Size is what a command will run at most: sequences at once, and
 // positions of one sequence (prompt and new tokens together). The CUDA
 // engine sizes its caches and buffers by it. microTokens, when not zero, is
-// the CUDA engine's MaxTokens: the most tokens of one micro-batch.
-type lfm2Size struct{ batch, seq, microTokens int }
+// the CUDA engine's MaxTokens: the most tokens of one micro-batch, and moe
+// its MoE path (lfm2.CUDAOptions.MoE).
+type lfm2Size struct {
+	batch, seq, microTokens int
+	moe                     string
+}
 
 // openLFM2 loads the model in dir onto device in dtype, sized for size.
 func openLFM2(dir, device, dtype string, size lfm2Size) (lfm2Engine, error) {
@@ -213,7 +220,7 @@ func lfm2Contexts(device string, c *lfm2.Config) ([]*cuda.Context, error) {
 // max_position_embeddings are refused before they run, so the caches never
 // need more.
 func lfm2CUDAOptions(c *lfm2.Config, dtype string, size lfm2Size) lfm2.CUDAOptions {
-	return lfm2.CUDAOptions{DType: dtype, MaxBatch: size.batch, MaxSeq: min(size.seq, c.MaxPositions), MaxTokens: size.microTokens}
+	return lfm2.CUDAOptions{DType: dtype, MaxBatch: size.batch, MaxSeq: min(size.seq, c.MaxPositions), MaxTokens: size.microTokens, MoE: size.moe}
 }
 
 // closeLFM2 closes m when a command ends. If the command failed, its error
@@ -398,13 +405,14 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	reps := fs.Int("reps", 3, "timed prefill runs; the fastest counts")
 	decodeN := fs.Int("decode", 0, "also time this many greedy decode steps")
 	decodeBatches := fs.String("decode-batch", "1", "with --decode: the batch sizes to decode at, comma-separated (e.g. 1,64)")
-	compareMoE := fs.Bool("compare-moe", false, "CUDA: also profile one prefill with each MoE path (grouped cuBLAS, persistent kernel)")
+	compareMoE := fs.Bool("compare-moe", false, "CUDA: also profile one prefill with each MoE path (grouped cuBLAS, grouped wgmma where it runs, persistent kernel)")
 	seed := fs.Uint64("seed", 1, "seed of the random ids (and of --random's weights)")
 	ref := fs.String("ref", "", "reference logits [batch, seq, vocab] of the same ids, to validate against")
 	tol := fs.Float64("tol", 1e-4, "with --ref: the largest absolute difference a sample may have")
 	out := fs.String("out", "", "write the logits here (.npy), e.g. to serve as a later --ref")
 	jsonOut := fs.String("json", "", "write the result as JSON here")
 	microTokens := fs.Int("micro-tokens", 0, "CUDA: the most tokens of one micro-batch (0: the engine's default, 8192); a prefill also takes at least 4 micro-batches per GPU")
+	moe := fs.String("moe", "", "CUDA: the MoE path, grouped, wgmma or persistent (default: auto, see lab lfm2 help)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -418,8 +426,12 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		return usageError{fmt.Errorf("--batch %d --seq %d --decode %d --reps %d --micro-tokens %d: want positive sizes", *batchN, *seq, *decodeN, *reps, *microTokens)}
 	case *compareMoE && *device == "cpu":
 		return usageError{fmt.Errorf("--compare-moe compares the CUDA engine's MoE paths: give --device cuda:N or all-gpus")}
+	case *moe != "" && *device == "cpu":
+		return usageError{fmt.Errorf("--moe picks the CUDA engine's MoE path: give --device cuda:N or all-gpus")}
+	case !slices.Contains([]string{lfm2.MoEAuto, lfm2.MoEGrouped, lfm2.MoEWgmma, lfm2.MoEPersistent}, *moe):
+		return usageError{fmt.Errorf("--moe %q: want grouped, wgmma or persistent", *moe)}
 	}
-	size := lfm2Size{batch: *batchN, seq: *seq, microTokens: *microTokens}
+	size := lfm2Size{batch: *batchN, seq: *seq, microTokens: *microTokens, moe: *moe}
 	if *decodeN > 0 { // BenchDecode profiles one more step after the timed ones
 		size.batch, size.seq = max(*batchN, slices.Max(decodeAt)), *seq+*decodeN+1
 	}
@@ -440,7 +452,7 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	if err := lfm2.CheckBatch(c, batch); err != nil {
 		return err
 	}
-	res := lfm2.BenchRecord{Commit: bench.Commit(), Device: *device, DType: *dtype, Model: name, Batch: *batchN, Seq: *seq, Reps: *reps, MicroTokens: *microTokens}
+	res := lfm2.BenchRecord{Commit: bench.Commit(), Device: *device, DType: *dtype, Model: name, Batch: *batchN, Seq: *seq, Reps: *reps, MicroTokens: *microTokens, MoEPath: *moe}
 	gpu, _ := m.(*lfm2.CUDAModel)
 	if gpu != nil {
 		for _, st := range gpu.Stages() {
@@ -495,7 +507,7 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		if err != nil {
 			return err
 		}
-		for _, path := range []string{lfm2.MoEGrouped, lfm2.MoEPersistent} {
+		for _, path := range gpu.MoEPaths() {
 			p := profiles[path]
 			res.MoE = append(res.MoE, lfm2.MoERecord{Path: path, WallMS: msOf(p.Wall), Ops: lfm2.OpTimes(p)})
 		}

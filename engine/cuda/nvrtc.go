@@ -163,6 +163,9 @@ func compileCUBIN(src Source, options []string) ([]byte, string, error) {
 	if code := nvrtcGetCUBINSize(prog, &size); code != 0 {
 		return nil, log, fmt.Errorf("nvrtc: cubin size of %s: %s", src.Name, nvrtcResult(code))
 	}
+	if size == 0 { // a virtual --gpu-architecture (compute_XX) gives PTX only
+		return nil, log, fmt.Errorf("nvrtc: %s compiled to no CUBIN: --gpu-architecture must name a real GPU (sm_XX), options %q", src.Name, options)
+	}
 	cubin := make([]byte, size)
 	if code := nvrtcGetCUBIN(prog, &cubin[0]); code != 0 {
 		return nil, log, fmt.Errorf("nvrtc: cubin of %s: %s", src.Name, nvrtcResult(code))

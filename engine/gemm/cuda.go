@@ -294,7 +294,8 @@ func (r *cudaRun) hopperCase(st cudaStep) (bench.Case, error) {
 	if err != nil {
 		return bench.Case{}, err
 	}
-	mod, err := r.ctx.Compile(cuda.Source{Name: "gemm/" + st.Name + ".cu", Code: src, Options: []string{"--gpu-architecture=sm_90a"}})
+	mod, err := r.ctx.Compile(cuda.Source{Name: "gemm/" + st.Name + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers(),
+		Options: []string{"--gpu-architecture=sm_90a"}})
 	if err != nil {
 		return bench.Case{}, err
 	}

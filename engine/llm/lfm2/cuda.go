@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"gpulab/engine/cuda"
@@ -51,9 +52,11 @@ type CUDAOptions struct {
 	MaxTokens int
 	// MoE chooses how the experts run: "grouped" (tokens grouped by expert,
 	// two cuBLAS GEMMs per expert; the host reads the counts each MoE layer),
-	// "persistent" (step 08's kernel: no host round trip, CUDA cores), or ""
-	// (auto: persistent for up to PersistentMaxPairs (token, expert) pairs in
-	// a micro-batch, as in decode, grouped above).
+	// "wgmma" (step 12: every expert in one launch per GEMM, SwiGLU fused; bf16
+	// on compute capability 9.0 only), "persistent" (step 08's kernel: no
+	// host round trip, CUDA cores), or "" (auto: persistent for up to
+	// PersistentMaxPairs (token, expert) pairs in a micro-batch, as in
+	// decode; above, wgmma where it runs, else grouped).
 	MoE string
 }
 
@@ -61,6 +64,7 @@ type CUDAOptions struct {
 const (
 	MoEAuto       = ""
 	MoEGrouped    = "grouped"
+	MoEWgmma      = "wgmma"
 	MoEPersistent = "persistent"
 )
 
@@ -97,8 +101,8 @@ func (o CUDAOptions) withDefaults() (CUDAOptions, error) {
 }
 
 func checkMoEPath(p string) error {
-	if p != MoEAuto && p != MoEGrouped && p != MoEPersistent {
-		return fmt.Errorf("lfm2: MoE path %q, want %q, %q or %q (auto)", p, MoEGrouped, MoEPersistent, MoEAuto)
+	if p != MoEAuto && p != MoEGrouped && p != MoEWgmma && p != MoEPersistent {
+		return fmt.Errorf("lfm2: MoE path %q, want %q, %q, %q or %q (auto)", p, MoEGrouped, MoEWgmma, MoEPersistent, MoEAuto)
 	}
 	return nil
 }
@@ -193,6 +197,15 @@ type kernelSet struct {
 	moeGateUp, moeDown, swiglu, argmax               *cuda.Function
 	gemv1, gemv8                                     *cuda.Function
 	sms, gateUpBlocks, downBlocks                    int // persistent grids, see persistentGrid
+	// Step 12, the grouped wgmma GEMMs: nil where they cannot run (see hasWgmma).
+	moeGateUpWgmma, moeDownWgmma *cuda.Function
+}
+
+// hasWgmma reports whether step 12's kernels run for c in dtype on a device
+// with props: wgmma and TMA need sm_90a exactly, the kernels read bf16, and
+// TMA needs rows of a multiple of 16 bytes (H and IM multiples of 8).
+func hasWgmma(props cuda.Properties, c *Config, dtype string) bool {
+	return props.Major == 9 && props.Minor == 0 && dtype == "bf16" && c.Hidden%8 == 0 && c.MoEIntermediate%8 == 0
 }
 
 // compileKernels builds the lfm2 kernels for c's shapes and dtype on ctx.
@@ -203,33 +216,45 @@ func compileKernels(ctx *cuda.Context, c *Config, o CUDAOptions) (*kernelSet, er
 	}
 	opts := []string{fmt.Sprintf("-DLFM2_BF16=%d", bf16), fmt.Sprintf("-DHEAD_DIM=%d", c.HeadDim),
 		fmt.Sprintf("-DCONV_L=%d", c.ConvL), fmt.Sprintf("-DMOE_TILE=%d", moeTile)}
-	k := &kernelSet{sms: ctx.Properties().SMs}
-	for _, f := range []struct {
+	props := ctx.Properties()
+	k := &kernelSet{sms: props.SMs}
+	type kernelFile struct {
 		file  string
 		names []string
 		dst   []**cuda.Function
-	}{
+		arch  string // --gpu-architecture, if not the device's own
+	}
+	files := []kernelFile{
 		{"00_weights", []string{"convert_elem", "convert_f32", "fill_normal_elem", "fill_normal_f32"},
-			[]**cuda.Function{&k.convertElem, &k.convertF32, &k.fillElem, &k.fillF32}},
-		{"01_embedding", []string{"embed"}, []**cuda.Function{&k.embed}},
-		{"02_rmsnorm", []string{"rmsnorm"}, []**cuda.Function{&k.rmsnorm}},
-		{"03_rope", []string{"qk_norm_rope"}, []**cuda.Function{&k.qkNormRope}},
-		{"04_attention", []string{"attention"}, []**cuda.Function{&k.attention}},
-		{"05_conv", []string{"short_conv"}, []**cuda.Function{&k.shortConv}},
-		{"06_router", []string{"route"}, []**cuda.Function{&k.route}},
+			[]**cuda.Function{&k.convertElem, &k.convertF32, &k.fillElem, &k.fillF32}, ""},
+		{"01_embedding", []string{"embed"}, []**cuda.Function{&k.embed}, ""},
+		{"02_rmsnorm", []string{"rmsnorm"}, []**cuda.Function{&k.rmsnorm}, ""},
+		{"03_rope", []string{"qk_norm_rope"}, []**cuda.Function{&k.qkNormRope}, ""},
+		{"04_attention", []string{"attention"}, []**cuda.Function{&k.attention}, ""},
+		{"05_conv", []string{"short_conv"}, []**cuda.Function{&k.shortConv}, ""},
+		{"06_router", []string{"route"}, []**cuda.Function{&k.route}, ""},
 		{"07_moe_group", []string{"moe_offsets", "moe_scatter", "moe_combine"},
-			[]**cuda.Function{&k.moeOffsets, &k.moeScatter, &k.moeCombine}},
-		{"08_moe_persistent", []string{"moe_gate_up", "moe_down"}, []**cuda.Function{&k.moeGateUp, &k.moeDown}},
-		{"09_swiglu", []string{"swiglu"}, []**cuda.Function{&k.swiglu}},
-		{"10_lm_head", []string{"argmax_rows"}, []**cuda.Function{&k.argmax}},
-		{"11_gemv", []string{"gemv_1", "gemv_8"}, []**cuda.Function{&k.gemv1, &k.gemv8}},
-	} {
+			[]**cuda.Function{&k.moeOffsets, &k.moeScatter, &k.moeCombine}, ""},
+		{"08_moe_persistent", []string{"moe_gate_up", "moe_down"}, []**cuda.Function{&k.moeGateUp, &k.moeDown}, ""},
+		{"09_swiglu", []string{"swiglu"}, []**cuda.Function{&k.swiglu}, ""},
+		{"10_lm_head", []string{"argmax_rows"}, []**cuda.Function{&k.argmax}, ""},
+		{"11_gemv", []string{"gemv_1", "gemv_8"}, []**cuda.Function{&k.gemv1, &k.gemv8}, ""},
+	}
+	if hasWgmma(props, c, o.DType) {
+		files = append(files, kernelFile{"12_moe_wgmma", []string{"moe_gate_up_wgmma", "moe_down_wgmma"},
+			[]**cuda.Function{&k.moeGateUpWgmma, &k.moeDownWgmma}, "--gpu-architecture=sm_90a"})
+	}
+	for _, f := range files {
 		name := "lfm2/" + f.file
 		src, err := kernels.CUDA(name)
 		if err != nil {
 			return nil, err
 		}
-		mod, err := ctx.Compile(cuda.Source{Name: name + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers(), Options: opts})
+		fileOpts := opts
+		if f.arch != "" {
+			fileOpts = append(slices.Clone(opts), f.arch)
+		}
+		mod, err := ctx.Compile(cuda.Source{Name: name + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers(), Options: fileOpts})
 		if err != nil {
 			return nil, fmt.Errorf("lfm2: compile %s for %s: %w", name, ctx.ID(), err)
 		}

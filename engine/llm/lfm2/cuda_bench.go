@@ -126,9 +126,20 @@ func (m *CUDAModel) BenchDecode(batch, prompt, steps int, seed uint64) (*DecodeR
 	return r, nil
 }
 
-// CompareMoE profiles the prefill of batch once with each MoE path
-// (grouped cuBLAS and persistent kernel), after a warm-up of each, and
-// returns the profiles by path. The engine's MoE option is restored.
+// MoEPaths lists the MoE paths this engine can run: grouped cuBLAS, step
+// 12's grouped wgmma where every stage has it, and the persistent kernel.
+func (m *CUDAModel) MoEPaths() []string {
+	for _, st := range m.stages {
+		if st.k.moeGateUpWgmma == nil {
+			return []string{MoEGrouped, MoEPersistent}
+		}
+	}
+	return []string{MoEGrouped, MoEWgmma, MoEPersistent}
+}
+
+// CompareMoE profiles the prefill of batch once with each of MoEPaths,
+// after a warm-up of each, and returns the profiles by path. The engine's
+// MoE option is restored.
 func (m *CUDAModel) CompareMoE(batch [][]int) (map[string]*Profile, error) {
 	b, s, flat, err := m.checkBatch(batch, 0)
 	if err != nil {
@@ -137,7 +148,7 @@ func (m *CUDAModel) CompareMoE(batch [][]int) (map[string]*Profile, error) {
 	saved := m.o.MoE
 	defer func() { m.o.MoE = saved }()
 	out := map[string]*Profile{}
-	for _, path := range []string{MoEGrouped, MoEPersistent} {
+	for _, path := range m.MoEPaths() {
 		m.o.MoE = path
 		run := func() error { return m.prefill(b, s, flat, m.argmaxTo(0, false)) }
 		if err := run(); err != nil {

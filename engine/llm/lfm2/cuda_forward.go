@@ -18,21 +18,24 @@ type lane struct {
 	stream *cuda.Stream
 	blas   *cuda.BLAS
 	// Activations, for up to MaxTokens tokens and their (token, expert) pairs.
-	tokens  *cuda.Buffer // int32 [T]: the micro-batch's tokens (first stage)
-	x       *cuda.Buffer // f32 [T, H]: the residual stream
-	xn      *cuda.Buffer // elem [T, H]: normalized, the input of the next GEMM
-	big     *cuda.Buffer // f32: GEMM outputs (q|k|v, B|C|x, w1|w3) and the experts' outputs
-	act     *cuda.Buffer // elem: the input of the down GEMMs (attention, conv, SwiGLU outputs)
-	q       *cuda.Buffer // f32 [B, NH, S, D]: queries after norm and RoPE
-	gath    *cuda.Buffer // elem [pairs, H]: MoE inputs grouped by expert
-	topIdx  *cuda.Buffer // int32 [pairs]: chosen experts
-	topW    *cuda.Buffer // f32 [pairs]: their weights
-	slotRow *cuda.Buffer // int32 [pairs]: each pair's row in expert order
-	perm    *cuda.Buffer // int32 [pairs]: each row's token
-	meta    *cuda.Buffer // int32: counts | offsets | cursors | tile offsets | queues (07_moe_group.cu)
-	load    *cuda.Buffer // int32 [layers, E]: tokens routed to each expert, summed over calls
-	logits  *cuda.Buffer // f32 [logitRows, V] (last stage)
-	ids     *cuda.Buffer // int32 [MaxBatch]: argmax of each sequence (last stage)
+	tokens *cuda.Buffer // int32 [T]: the micro-batch's tokens (first stage)
+	x      *cuda.Buffer // f32 [T, H]: the residual stream
+	xn     *cuda.Buffer // elem [T, H]: normalized, the input of the next GEMM
+	big    *cuda.Buffer // f32: GEMM outputs (q|k|v, B|C|x, w1|w3) and the experts' outputs
+	act    *cuda.Buffer // elem: the input of the down GEMMs (attention, conv, SwiGLU outputs)
+	q      *cuda.Buffer // f32 [B, NH, S, D]: queries after norm and RoPE
+	gath   *cuda.Buffer // elem [pairs, H]: MoE inputs grouped by expert
+	// tmGath, tmAct: TMA views of gath [pairs, H] and act [pairs, IM] for
+	// step 12 (nil without it).
+	tmGath, tmAct *cuda.TensorMap
+	topIdx        *cuda.Buffer // int32 [pairs]: chosen experts
+	topW          *cuda.Buffer // f32 [pairs]: their weights
+	slotRow       *cuda.Buffer // int32 [pairs]: each pair's row in expert order
+	perm          *cuda.Buffer // int32 [pairs]: each row's token
+	meta          *cuda.Buffer // int32: counts | offsets | cursors | tile offsets | queues (07_moe_group.cu)
+	load          *cuda.Buffer // int32 [layers, E]: tokens routed to each expert, summed over calls
+	logits        *cuda.Buffer // f32 [logitRows, V] (last stage)
+	ids           *cuda.Buffer // int32 [MaxBatch]: argmax of each sequence (last stage)
 	// Pinned host memory for asynchronous copies.
 	hostTokens *cuda.HostBuffer // int32 [T]
 	hostMeta   *cuda.HostBuffer // int32 [E+1]: a MoE layer's offsets (grouped path)
@@ -78,6 +81,15 @@ func newLane(st *stage, index int) (*lane, error) {
 	} {
 		if *b.dst, err = st.alloc(b.what, b.n, b.size); err != nil {
 			return ln, err
+		}
+	}
+	if st.k.moeGateUpWgmma != nil && st.hasMoE() {
+		p := sz.gath / int64(c.Hidden)
+		if ln.tmGath, err = wgmmaMap(ln.gath, p, int64(c.Hidden)); err == nil {
+			ln.tmAct, err = wgmmaMap(ln.act, p, int64(c.MoEIntermediate))
+		}
+		if err != nil {
+			return ln, fmt.Errorf("lfm2: tensor maps of the grouped MoE inputs: %w", err)
 		}
 	}
 	for _, h := range []struct {
@@ -318,13 +330,7 @@ func (ln *lane) moe(dl *deviceLayer, l, T int) error {
 	if err := ln.op("moe group", l, func() error { return ln.launch(st.k.moeOffsets, 1, 32, 0, e, moeTile, ln.meta, load) }); err != nil {
 		return err
 	}
-	path := st.m.o.MoE
-	if path == MoEAuto {
-		path = MoEGrouped
-		if pairs <= PersistentMaxPairs {
-			path = MoEPersistent
-		}
-	}
+	path := st.moePath(pairs)
 	if path == MoEPersistent {
 		err := ln.op("moe group", l, func() error {
 			return ln.launch(st.k.moeScatter, pairs, 32, 0, ln.xn, h, k, ln.topIdx, ln.meta, e, ln.perm, ln.slotRow, 0, ln.gath)
@@ -339,6 +345,10 @@ func (ln *lane) moe(dl *deviceLayer, l, T int) error {
 			}
 			return ln.launch(st.k.moeDown, st.k.downBlocks, persistentThreads, 0, ln.act, h, im, dl.w2, ln.meta, e, ln.big)
 		}); err != nil {
+			return err
+		}
+	} else if path == MoEWgmma {
+		if err := ln.groupedWgmma(dl, l, T); err != nil {
 			return err
 		}
 	} else if err := ln.grouped(dl, l, T); err != nil {
@@ -457,6 +467,76 @@ func (ln *lane) grouped(dl *deviceLayer, l, T int) error {
 		return experts(func(x, off, n int) error {
 			return ln.gemm(n, h, im, ln.act, off*im, dl.w2, x*h*im, ln.big, off*h, false)
 		})
+	})
+}
+
+// The tiles of step 12 (12_moe_wgmma.cu): BM rows of A, and W in TMA boxes
+// of wgmmaBox rows by BK columns, two per 256-column tile.
+const (
+	wgmmaBM      = 128
+	wgmmaBN      = 256
+	wgmmaBox     = 128
+	wgmmaBK      = 64
+	wgmmaThreads = 384
+	// 4 stages of A and W tiles; the barriers and the tile's place in the
+	// struct's last 1 KiB (it is 1024-aligned); 1 KiB to align its start.
+	wgmmaSmem = 4*(wgmmaBM+wgmmaBN)*wgmmaBK*2 + 1024 + 1024
+)
+
+// wgmmaMap is the TMA view of a row-major rows×cols bf16 matrix in b that
+// step 12 reads, in 128-byte swizzled boxes of wgmmaBox rows by wgmmaBK columns.
+func wgmmaMap(b *cuda.Buffer, rows, cols int64) (*cuda.TensorMap, error) {
+	return cuda.TensorMap2D(b, cuda.TensorBFloat16, 2, int(rows), int(cols), wgmmaBox, wgmmaBK, cuda.Swizzle128B)
+}
+
+// wgmmaGrid is step 12's grid for a product of cols output columns over
+// pairs rows grouped among e experts: 256 columns per block, and a row of
+// blocks for each of the most 128-row tiles the pairs can make (each expert
+// with rows has at most one partial tile).
+func wgmmaGrid(cols, pairs, e int) cuda.Dim3 {
+	return cuda.Dim3{X: (cols + wgmmaBN - 1) / wgmmaBN, Y: (pairs+wgmmaBM-1)/wgmmaBM + min(e, pairs)}
+}
+
+// moePath is the MoE path for a micro-batch of pairs (token, expert) pairs:
+// the one the options ask for, or the auto choice (see CUDAOptions.MoE).
+func (st *stage) moePath(pairs int) string {
+	switch p := st.m.o.MoE; {
+	case p != MoEAuto:
+		return p
+	case pairs <= PersistentMaxPairs:
+		return MoEPersistent
+	case st.k.moeGateUpWgmma != nil:
+		return MoEWgmma
+	default:
+		return MoEGrouped
+	}
+}
+
+// groupedWgmma runs the experts with step 12: the grouped inputs gathered
+// (no host wait), then one launch for every expert's w1|w3 with the SwiGLU,
+// and one for every expert's w2. The grids have a row of blocks for each of
+// the most 128-row tiles the pairs can make; the blocks past the real tiles
+// return at once.
+func (ln *lane) groupedWgmma(dl *deviceLayer, l, T int) error {
+	st, c := ln.st, ln.st.m.c
+	h, e, k, im := c.Hidden, c.Experts, c.ExpertsPerToken, c.MoEIntermediate
+	pairs := T * k
+	if err := ln.op("moe group", l, func() error {
+		return ln.launch(st.k.moeScatter, pairs, 256, 0, ln.xn, h, k, ln.topIdx, ln.meta, e, ln.perm, ln.slotRow, 1, ln.gath)
+	}); err != nil {
+		return err
+	}
+	grid := func(cols int) cuda.LaunchConfig {
+		return cuda.LaunchConfig{Grid: wgmmaGrid(cols, pairs, e), Block: cuda.Dim3{X: wgmmaThreads}, SharedMem: wgmmaSmem, Stream: ln.stream}
+	}
+	if err := ln.op("expert w1|w3 gemms", l, func() error {
+		// Each block's 256 columns are 128 outputs: their w1 rows and w3 rows.
+		return st.k.moeGateUpWgmma.Launch(grid(2*im), h, im, ln.meta, e, ln.tmGath, dl.tmW13, ln.act)
+	}); err != nil {
+		return err
+	}
+	return ln.op("expert w2 gemms", l, func() error {
+		return st.k.moeDownWgmma.Launch(grid(h), h, im, ln.meta, e, ln.tmAct, dl.tmW2, ln.big)
 	})
 }
 

@@ -439,76 +439,118 @@ func TestCUDARoute(t *testing.T) {
 // (decode), experts with several tiles of moeTile rows (40 tokens over 3
 // experts), a hidden size that is no multiple of the down kernel's two rows
 // (37), and more experts than a warp has lanes (the scan's second group).
+// moeSizes is one MoE test: tokens routed top-k among e experts of width im.
+type moeSizes struct {
+	engine              string
+	tokens, h, im, e, k int
+}
+
+// TestCUDAMoE checks the router, grouping, step 08's persistent experts and
+// the combine against the CPU's moe.
 func TestCUDAMoE(t *testing.T) {
-	for _, tc := range []struct {
-		engine              string
-		tokens, h, im, e, k int
-	}{
+	for _, tc := range []moeSizes{
 		{"f32", 13, 48, 20, 5, 2}, {"f32", 13, 37, 13, 4, 3}, {"bf16", 13, 48, 24, 5, 2}, {"bf16", 13, 48, 20, 6, 1},
 		{"bf16", 1, 64, 40, 8, 4}, {"f32", 1, 37, 13, 4, 2}, {"f32", 40, 64, 32, 3, 2}, {"bf16", 40, 48, 24, 3, 2},
 		{"bf16", 13, 64, 40, 40, 4}, {"f32", 5, 48, 20, 70, 3},
 	} {
-		kt := newKernelTest(t, tc.engine, 8, 3, tc.h, tc.im)
-		tokens, h, im, e, k := tc.tokens, tc.h, tc.im, tc.e, tc.k
-		mc := newMoECase(kt, h, im, e, k, true)
-		x := kt.randn(tokens * h)
-		// The engine sees its element type: round the CPU's inputs alike.
-		xnBuf, xn := kt.elem(x)
-		var w13, w2 []float32
-		for i := range mc.lw.Experts {
-			ex := &mc.lw.Experts[i]
-			w13 = append(append(w13, ex.W1...), ex.W3...)
-			w2 = append(w2, ex.W2...)
+		checkMoE(t, tc, MoEPersistent)
+	}
+}
+
+// TestCUDAMoEWgmma checks step 12's grouped wgmma experts the same way, at
+// sizes that leave partial tiles everywhere: experts of 1 to 3 row tiles, K
+// not a multiple of 64, outputs not a multiple of 128 or 256, more than 32
+// experts (some empty).
+func TestCUDAMoEWgmma(t *testing.T) {
+	for _, tc := range []moeSizes{
+		{"bf16", 300, 72, 40, 3, 2}, {"bf16", 200, 128, 136, 8, 4}, {"bf16", 40, 64, 24, 40, 4}, {"bf16", 700, 264, 264, 4, 1},
+	} {
+		checkMoE(t, tc, MoEWgmma)
+	}
+}
+
+// checkMoE runs one case through route, group, the experts by path
+// (persistent or wgmma) and combine, and compares with the CPU.
+func checkMoE(t *testing.T, tc moeSizes, path string) {
+	kt := newKernelTest(t, tc.engine, 8, 3, tc.h, tc.im)
+	if path == MoEWgmma && kt.k.moeGateUpWgmma == nil {
+		t.Skipf("step 12 needs compute capability 9.0 (sm_90a); %s is %s", kt.ctx.ID(), kt.ctx.Properties().ComputeCapability)
+	}
+	tokens, h, im, e, k := tc.tokens, tc.h, tc.im, tc.e, tc.k
+	mc := newMoECase(kt, h, im, e, k, true)
+	x := kt.randn(tokens * h)
+	// The engine sees its element type: round the CPU's inputs alike.
+	xnBuf, xn := kt.elem(x)
+	var w13, w2 []float32
+	for i := range mc.lw.Experts {
+		ex := &mc.lw.Experts[i]
+		w13 = append(append(w13, ex.W1...), ex.W3...)
+		w2 = append(w2, ex.W2...)
+	}
+	w13Buf, w13Seen := kt.elem(w13)
+	w2Buf, w2Seen := kt.elem(w2)
+	for i := range mc.lw.Experts {
+		ex := &mc.lw.Experts[i]
+		ex.W1, ex.W3 = w13Seen[i*2*im*h:][:im*h], w13Seen[(i*2+1)*im*h:][:im*h]
+		ex.W2 = w2Seen[i*h*im:][:h*im]
+	}
+	pairs := tokens * k
+	topIdx, topW, slotRow, perm := kt.zeros(pairs), kt.zeros(pairs), kt.zeros(pairs), kt.zeros(pairs)
+	meta, load, gath := kt.zeros(4*e+2), kt.zeros(e), kt.zeros(pairs*h)
+	act, y, xBuf := kt.zeros(pairs*im), kt.zeros(pairs*h), kt.f32(x)
+	kt.launch(kt.k.route, cuda.Dim3{X: (tokens + routeTokens - 1) / routeTokens}, routeThreads, routeSmem(h, e), xnBuf, tokens, h,
+		kt.f32(mc.lw.Gate), kt.f32(mc.lw.Bias), e, k, 1, float32(1), topIdx, topW, meta)
+	kt.launch(kt.k.moeOffsets, cuda.Dim3{X: 1}, 32, 0, e, moeTile, meta, load)
+	if path == MoEWgmma {
+		kt.launch(kt.k.moeScatter, cuda.Dim3{X: pairs}, 32, 0, xnBuf, h, k, topIdx, meta, e, perm, slotRow, 1, gath)
+		maps := make([]*cuda.TensorMap, 4)
+		for i, m := range []struct {
+			b          *cuda.Buffer
+			rows, cols int
+		}{{gath, pairs, h}, {w13Buf, e * 2 * im, h}, {act, pairs, im}, {w2Buf, e * h, im}} {
+			var err error
+			if maps[i], err = wgmmaMap(m.b, int64(m.rows), int64(m.cols)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		w13Buf, w13Seen := kt.elem(w13)
-		w2Buf, w2Seen := kt.elem(w2)
-		for i := range mc.lw.Experts {
-			ex := &mc.lw.Experts[i]
-			ex.W1, ex.W3 = w13Seen[i*2*im*h:][:im*h], w13Seen[(i*2+1)*im*h:][:im*h]
-			ex.W2 = w2Seen[i*h*im:][:h*im]
-		}
-		pairs := tokens * k
-		topIdx, topW, slotRow, perm := kt.zeros(pairs), kt.zeros(pairs), kt.zeros(pairs), kt.zeros(pairs)
-		meta, load, gath := kt.zeros(4*e+2), kt.zeros(e), kt.zeros(pairs*h)
-		act, y, xBuf := kt.zeros(pairs*im), kt.zeros(pairs*h), kt.f32(x)
-		kt.launch(kt.k.route, cuda.Dim3{X: (tokens + routeTokens - 1) / routeTokens}, routeThreads, routeSmem(h, e), xnBuf, tokens, h,
-			kt.f32(mc.lw.Gate), kt.f32(mc.lw.Bias), e, k, 1, float32(1), topIdx, topW, meta)
-		kt.launch(kt.k.moeOffsets, cuda.Dim3{X: 1}, 32, 0, e, moeTile, meta, load)
+		kt.launch(kt.k.moeGateUpWgmma, wgmmaGrid(2*im, pairs, e), wgmmaThreads, wgmmaSmem, h, im, meta, e, maps[0], maps[1], act)
+		kt.launch(kt.k.moeDownWgmma, wgmmaGrid(h, pairs, e), wgmmaThreads, wgmmaSmem, h, im, meta, e, maps[2], maps[3], y)
+	} else {
 		kt.launch(kt.k.moeScatter, cuda.Dim3{X: pairs}, 32, 0, xnBuf, h, k, topIdx, meta, e, perm, slotRow, 0, gath)
 		kt.launch(kt.k.moeGateUp, cuda.Dim3{X: kt.k.gateUpBlocks}, persistentThreads, 0, xnBuf, h, im, w13Buf, perm, meta, e, act)
 		kt.launch(kt.k.moeDown, cuda.Dim3{X: kt.k.downBlocks}, persistentThreads, 0, act, h, im, w2Buf, meta, e, y)
-		kt.launch(kt.k.moeCombine, cuda.Dim3{X: tokens}, 256, 0, y, h, k, slotRow, topW, xBuf)
-		got := get[float32](kt, xBuf, tokens*h)
-		rows := make([][]float32, tokens)
-		for i := range rows {
-			rows[i] = xn[i*h : (i+1)*h]
+	}
+	kt.launch(kt.k.moeCombine, cuda.Dim3{X: tokens}, 256, 0, y, h, k, slotRow, topW, xBuf)
+	got := get[float32](kt, xBuf, tokens*h)
+	rows := make([][]float32, tokens)
+	for i := range rows {
+		rows[i] = xn[i*h : (i+1)*h]
+	}
+	cpuLoad := make([]int, e)
+	ff := moe(mc.c, mc.lw, rows, cpuLoad)
+	want := slices.Clone(x)
+	for i := range tokens {
+		for d := range h {
+			want[i*h+d] += ff[i][d]
 		}
-		cpuLoad := make([]int, e)
-		ff := moe(mc.c, mc.lw, rows, cpuLoad)
-		want := slices.Clone(x)
-		for i := range tokens {
-			for d := range h {
-				want[i*h+d] += ff[i][d]
-			}
+	}
+	tol := 1e-5
+	if tc.engine == "bf16" {
+		tol = 1e-2 // the act between the two GEMMs is rounded to bf16
+	}
+	near(t, fmt.Sprintf("%+v %s: moe", tc, path), got, want, tol)
+	gotLoad := get[int32](kt, load, e)
+	for i := range cpuLoad {
+		if int(gotLoad[i]) != cpuLoad[i] {
+			t.Errorf("%+v: expert load %v, want %v", tc, gotLoad, cpuLoad)
+			break
 		}
-		tol := 1e-5
-		if tc.engine == "bf16" {
-			tol = 1e-2 // the act between the two GEMMs is rounded to bf16
-		}
-		near(t, fmt.Sprintf("%+v: moe", tc), got, want, tol)
-		gotLoad := get[int32](kt, load, e)
-		for i := range cpuLoad {
-			if int(gotLoad[i]) != cpuLoad[i] {
-				t.Errorf("%+v: expert load %v, want %v", tc, gotLoad, cpuLoad)
-				break
-			}
-		}
-		// The scan zeroed the counts for the next layer: scanning again gives
-		// empty experts.
-		kt.launch(kt.k.moeOffsets, cuda.Dim3{X: 1}, 32, 0, e, moeTile, meta, load)
-		if offs := get[int32](kt, meta, 2*e+1)[e:]; slices.ContainsFunc(offs, func(v int32) bool { return v != 0 }) {
-			t.Errorf("%+v: counts not zeroed for the next layer: offsets %v", tc, offs)
-		}
+	}
+	// The scan zeroed the counts for the next layer: scanning again gives
+	// empty experts.
+	kt.launch(kt.k.moeOffsets, cuda.Dim3{X: 1}, 32, 0, e, moeTile, meta, load)
+	if offs := get[int32](kt, meta, 2*e+1)[e:]; slices.ContainsFunc(offs, func(v int32) bool { return v != 0 }) {
+		t.Errorf("%+v: counts not zeroed for the next layer: offsets %v", tc, offs)
 	}
 }
 

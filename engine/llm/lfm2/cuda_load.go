@@ -23,10 +23,13 @@ type deviceLayer struct {
 	convW           *cuda.Buffer // f32 [H, L]
 	// w13 is w1 and w3 stacked, w2 the down projection: dense [2I, H] and
 	// [H, I]; MoE, every expert one after the other: [E, 2·IM, H], [E, H, IM].
-	w13, w2    *cuda.Buffer
-	gate, bias *cuda.Buffer // f32 router [E, H], expert_bias [E]
-	k, v       *cuda.Buffer // f32 KV cache [MaxBatch, NKV, MaxSeq, D]
-	conv       *cuda.Buffer // f32 conv state [MaxBatch, L-1, H]
+	w13, w2 *cuda.Buffer
+	// tmW13, tmW2: TMA views of a MoE layer's w13 and w2 for step 12 (nil
+	// without it), as [E·2·IM, H] and [E·H, IM] in boxes of wgmmaBox.
+	tmW13, tmW2 *cuda.TensorMap
+	gate, bias  *cuda.Buffer // f32 router [E, H], expert_bias [E]
+	k, v        *cuda.Buffer // f32 KV cache [MaxBatch, NKV, MaxSeq, D]
+	conv        *cuda.Buffer // f32 conv state [MaxBatch, L-1, H]
 }
 
 // stage is one GPU's part of the model: layers [first, last), plus the
@@ -190,6 +193,11 @@ func newStage(m *CUDAModel, ctx *cuda.Context, first, last int, isFirst, isLast 
 	if err != nil {
 		return nil, err
 	}
+	if o.MoE == MoEWgmma && k.moeGateUpWgmma == nil {
+		p := ctx.Properties()
+		return nil, fmt.Errorf("lfm2: MoE path %q needs bf16, compute capability 9.0 and hidden and expert sizes that are multiples of 8; "+
+			"%s is %s, dtype %s, hidden %d, expert width %d", MoEWgmma, ctx.ID(), p.ComputeCapability, o.DType, c.Hidden, c.MoEIntermediate)
+	}
 	st := &stage{m: m, ctx: ctx, k: k, first: first, last: last, isFirst: isFirst, isLast: isLast}
 	pieces, err := st.allocWeights()
 	if err != nil {
@@ -319,6 +327,14 @@ func (st *stage) allocWeights() ([]piece, error) {
 		}
 		buf(&dl.w13, false, what("experts' w1|w3"), w13...)
 		buf(&dl.w2, false, what("experts' w2"), w2...)
+		if err == nil && st.k.moeGateUpWgmma != nil {
+			if dl.tmW13, err = wgmmaMap(dl.w13, e*2*im, h); err == nil {
+				dl.tmW2, err = wgmmaMap(dl.w2, e*h, im)
+			}
+			if err != nil {
+				err = fmt.Errorf("lfm2: %s: %w", what("experts' tensor maps"), err)
+			}
+		}
 		buf(&dl.gate, true, what("router"), part{ff + "gate.weight", e * h})
 		if c.ExpertBias {
 			buf(&dl.bias, true, what("expert_bias"), part{ff + "expert_bias", e})

@@ -23,7 +23,9 @@ type BenchRecord struct {
 	Reps   int      `json:"reps"`
 	// MicroTokens is the most tokens of one micro-batch, when not the
 	// engine's default (CUDA).
-	MicroTokens   int      `json:"micro_tokens,omitempty"`
+	MicroTokens int `json:"micro_tokens,omitempty"`
+	// MoEPath is the MoE path asked for, when not the engine's auto choice.
+	MoEPath       string   `json:"moe_path,omitempty"`
 	PrefillMS     float64  `json:"prefill_ms"`
 	SamplesPerSec float64  `json:"samples_per_s"`
 	TokensPerSec  float64  `json:"prefill_tokens_per_s"`
