@@ -116,7 +116,7 @@ func newModel(ctxs []*cuda.Context, c *Config, o CUDAOptions, src weightSource) 
 	}
 	bounds := []int{0, c.Layers}
 	if len(ctxs) > 1 {
-		costs, err := measureLayerCosts(ctxs[0], c, o)
+		costs, err := measureLayerCosts(ctxs[0], c, o, len(ctxs))
 		if err != nil {
 			return nil, err
 		}

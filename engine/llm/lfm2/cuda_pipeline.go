@@ -55,19 +55,27 @@ func splitLayers(costs []float64, g int) ([]int, error) {
 const probeSeq = 32
 
 // measureLayerCosts times one layer of each kind (conv or attention, dense
-// or MoE) on ctx, with random weights, over a micro-batch of MaxTokens
-// tokens, and returns each layer's cost in seconds; the LM head's is added
-// to the last layer.
-func measureLayerCosts(ctx *cuda.Context, c *Config, o CUDAOptions) ([]float64, error) {
+// or MoE) on ctx, with random weights, over a micro-batch of the size a
+// prefill of MaxBatch sequences gets on a pipeline of stages GPUs (see
+// microBatches), and returns each layer's cost in seconds, the fastest of
+// two runs; the LM head's is added to the last layer. The size matters:
+// the MoE layers' share of the time grows as micro-batches shrink (an
+// expert's rows fill fewer tiles), and a split measured on larger ones
+// left a 2-GPU pipeline's second stage 12% busier than its first.
+func measureLayerCosts(ctx *cuda.Context, c *Config, o CUDAOptions, stages int) ([]float64, error) {
 	probe := *c
 	probe.Layers, probe.DenseLayers = 4, 2
 	probe.LayerTypes = []string{Conv, Attention, Conv, Attention}
 	if c.Experts == 0 {
 		probe.DenseLayers = 4
 	}
+	// per sequences of s tokens make one micro-batch of the pipeline; the
+	// probe runs four of them, two on each lane, as a stage does.
 	s := min(probeSeq, o.MaxSeq, o.MaxTokens)
+	want := 2 * lanes * stages
+	per := max(1, min(o.MaxTokens/s, (o.MaxBatch+want-1)/want))
 	po := o
-	po.MaxSeq, po.MaxBatch = s, max(1, o.MaxTokens/s)
+	po.MaxSeq, po.MaxTokens, po.MaxBatch = s, per*s, 2*lanes*per
 	m, err := RandomModelCUDA([]*cuda.Context{ctx}, &probe, 1, po)
 	if err != nil {
 		return nil, fmt.Errorf("lfm2: timing the layers for the pipeline split: %w", err)
@@ -89,9 +97,20 @@ func measureLayerCosts(ctx *cuda.Context, c *Config, o CUDAOptions) ([]float64, 
 	if err := run(); err != nil { // warm-up: cuBLAS heuristics, caches
 		return nil, err
 	}
-	prof, err := m.profiled(run)
-	if err != nil {
-		return nil, err
+	var prof *Profile
+	for range 2 {
+		p, err := m.profiled(run)
+		if err != nil {
+			return nil, err
+		}
+		if prof == nil {
+			prof = p
+			continue
+		}
+		for i, d := range p.Layers {
+			prof.Layers[i] = min(prof.Layers[i], d)
+		}
+		prof.Head = min(prof.Head, p.Head)
 	}
 	kind := func(l int) int { // the probe layer of the same kind as layer l
 		k := 0

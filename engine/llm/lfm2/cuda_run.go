@@ -6,6 +6,7 @@ package lfm2
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"gpulab/engine/cuda"
@@ -164,6 +165,11 @@ func (m *CUDAModel) checkBatch(batch [][]int, extra int) (b, s int, flat []int32
 // (with g stages and n micro-batches, a stage idles g-1 of n+g-1 slots); a
 // decode step (s = 1) stays one, as splitting it would read every chosen
 // expert's weights once per micro-batch.
+// On a pipeline the first and the last micro-batch are cut in two halves:
+// the second stage starts once the first has finished the first half, and
+// after the first stage is done the last ones have only a half left. On two
+// H200s that took the idle time at both ends from about 19 ms to ... (see
+// docs/lfm2.md), for two more micro-batches' overhead.
 func (m *CUDAModel) microBatches(b, s, pos int, flat []int32) ([]microBatch, error) {
 	per := m.o.MaxTokens / s
 	if per == 0 {
@@ -173,14 +179,28 @@ func (m *CUDAModel) microBatches(b, s, pos int, flat []int32) ([]microBatch, err
 		want := 2 * lanes * len(m.stages)
 		per = min(per, max(1, (b+want-1)/want))
 	}
-	var out []microBatch
+	var sizes []int
 	for b0 := 0; b0 < b; b0 += per {
-		n := min(per, b-b0)
-		mb := microBatch{index: len(out), b0: b0, B: n, S: s, pos: pos}
-		if flat != nil {
-			mb.tokens = flat[b0*s : (b0+n)*s]
+		sizes = append(sizes, min(per, b-b0))
+	}
+	if s > 1 && len(m.stages) > 1 && len(sizes) > 1 {
+		halves := func(n int) []int {
+			if n < 2 {
+				return []int{n}
+			}
+			return []int{n / 2, n - n/2}
 		}
-		out = append(out, mb)
+		last := len(sizes) - 1
+		sizes = slices.Concat(halves(sizes[0]), sizes[1:last], halves(sizes[last]))
+	}
+	out := make([]microBatch, len(sizes))
+	b0 := 0
+	for i, n := range sizes {
+		out[i] = microBatch{index: i, b0: b0, B: n, S: s, pos: pos}
+		if flat != nil {
+			out[i].tokens = flat[b0*s : (b0+n)*s]
+		}
+		b0 += n
 	}
 	return out, nil
 }
