@@ -83,7 +83,7 @@ func newLane(st *stage, index int) (*lane, error) {
 			return ln, err
 		}
 	}
-	if st.k.moeGateUpWgmma != nil && st.hasMoE() {
+	if st.k.wgmma != nil && st.hasMoE() {
 		p := sz.gath / int64(c.Hidden)
 		if ln.tmGath, err = wgmmaMap(ln.gath, p, int64(c.Hidden)); err == nil {
 			ln.tmAct, err = wgmmaMap(ln.act, p, int64(c.MoEIntermediate))
@@ -321,8 +321,8 @@ func (ln *lane) moe(dl *deviceLayer, l, T int) error {
 		if c.NormTopK {
 			norm = 1
 		}
-		return ln.launch(st.k.route, (T+routeTokens-1)/routeTokens, routeThreads, routeSmem(h, e), ln.xn, T, h, dl.gate, dl.bias, e, k,
-			norm, float32(c.RoutedScaling), ln.topIdx, ln.topW, ln.meta)
+		f, cfg := st.k.router(T, h, e, T >= routeTiledMinTokens, ln.stream)
+		return f.Launch(cfg, ln.xn, T, h, dl.gate, dl.bias, e, k, norm, float32(c.RoutedScaling), ln.topIdx, ln.topW, ln.meta)
 	}); err != nil {
 		return err
 	}
@@ -359,15 +359,29 @@ func (ln *lane) moe(dl *deviceLayer, l, T int) error {
 	})
 }
 
-// routeTokens is the tokens of one router block (TOKENS in 06_router.cu),
-// and routeThreads its threads (ROUTE_WARPS·32).
+// The router's blocks (06_router.cu): route takes routeTokens tokens
+// (TOKENS) with routeThreads threads (ROUTE_WARPS·32); route_tiled takes
+// routeTiledTokens (TILE_T) with routeTiledThreads (TILED_THREADS), from
+// routeTiledMinTokens tokens on, below which route's loads in flight win.
 const (
-	routeTokens  = 4
-	routeThreads = 1024
+	routeTokens         = 4
+	routeThreads        = 1024
+	routeTiledTokens    = 32
+	routeTiledThreads   = 256
+	routeTiledMinTokens = 256
 )
 
-// routeSmem is the router's dynamic shared memory for hidden h and e experts.
-func routeSmem(h, e int) int { return 4 * routeTokens * (h + 2*e) }
+// router is the router kernel and its launch for T tokens of hidden h and
+// e experts on stream s: route_tiled if tiled, else route. Both take the
+// same arguments.
+func (ks *kernelSet) router(T, h, e int, tiled bool, s *cuda.Stream) (*cuda.Function, cuda.LaunchConfig) {
+	if tiled {
+		return ks.routeTiled, cuda.LaunchConfig{Grid: cuda.Dim3{X: (T + routeTiledTokens - 1) / routeTiledTokens},
+			Block: cuda.Dim3{X: routeTiledThreads}, SharedMem: 4 * 2 * routeTiledTokens * e, Stream: s}
+	}
+	return ks.route, cuda.LaunchConfig{Grid: cuda.Dim3{X: (T + routeTokens - 1) / routeTokens}, Block: cuda.Dim3{X: routeThreads},
+		SharedMem: 4 * routeTokens * (h + 2*e), Stream: s}
+}
 
 // The GEMV kernel of step 11: up to gemvMaxRows input rows (GEMV_MAX_ROWS),
 // blocks of gemvThreads threads (GEMV_WARPS·32) computing gemvBlockRows
@@ -470,18 +484,35 @@ func (ln *lane) grouped(dl *deviceLayer, l, T int) error {
 	})
 }
 
-// The tiles of step 12 (12_moe_wgmma.cu): BM rows of A, and W in TMA boxes
-// of wgmmaBox rows by BK columns, two per 256-column tile.
+// The tiles of step 12 (12_moe_wgmma.cu): BM (64 or 128) rows of A by
+// wgmmaBN columns of the output, K in steps of wgmmaBK, and every TMA box
+// wgmmaBox rows by wgmmaBK columns.
 const (
-	wgmmaBM      = 128
 	wgmmaBN      = 256
-	wgmmaBox     = 128
+	wgmmaBox     = 64
 	wgmmaBK      = 64
 	wgmmaThreads = 384
-	// 4 stages of A and W tiles; the barriers and the tile's place in the
-	// struct's last 1 KiB (it is 1024-aligned); 1 KiB to align its start.
-	wgmmaSmem = 4*(wgmmaBM+wgmmaBN)*wgmmaBK*2 + 1024 + 1024
+	// wgmmaTallMinRows: the auto row tile is 128 from this many rows per
+	// expert on average (a micro-batch of 4096 tokens, top-4 of 32), 64 below.
+	wgmmaTallMinRows = 512
 )
+
+// wgmmaSmem is the dynamic shared memory of step 12 with row tile bm: 4
+// stages of A and W tiles; the barriers and the tile's place in the
+// struct's last 1 KiB (it is 1024-aligned); 1 KiB to align its start.
+func wgmmaSmem(bm int) int { return 4*(bm+wgmmaBN)*wgmmaBK*2 + 1024 + 1024 }
+
+// wgmmaTile is step 12's row tile for pairs rows over e experts.
+func (o CUDAOptions) wgmmaTile(pairs, e int) int {
+	switch {
+	case o.MoETile != 0:
+		return o.MoETile
+	case pairs < wgmmaTallMinRows*e:
+		return 64
+	default:
+		return 128
+	}
+}
 
 // wgmmaMap is the TMA view of a row-major rows×cols bf16 matrix in b that
 // step 12 reads, in 128-byte swizzled boxes of wgmmaBox rows by wgmmaBK columns.
@@ -489,12 +520,13 @@ func wgmmaMap(b *cuda.Buffer, rows, cols int64) (*cuda.TensorMap, error) {
 	return cuda.TensorMap2D(b, cuda.TensorBFloat16, 2, int(rows), int(cols), wgmmaBox, wgmmaBK, cuda.Swizzle128B)
 }
 
-// wgmmaGrid is step 12's grid for a product of cols output columns over
-// pairs rows grouped among e experts: 256 columns per block, and a row of
-// blocks for each of the most 128-row tiles the pairs can make (each expert
-// with rows has at most one partial tile).
-func wgmmaGrid(cols, pairs, e int) cuda.Dim3 {
-	return cuda.Dim3{X: (cols + wgmmaBN - 1) / wgmmaBN, Y: (pairs+wgmmaBM-1)/wgmmaBM + min(e, pairs)}
+// wgmmaLaunch is step 12's launch for a product of cols output columns
+// over pairs rows grouped among e experts, in row tiles of bm, on stream
+// s: 256 columns per block, and a row of blocks for each of the most tiles
+// the pairs can make (each expert with rows has at most one partial tile).
+func wgmmaLaunch(cols, pairs, e, bm int, s *cuda.Stream) cuda.LaunchConfig {
+	return cuda.LaunchConfig{Grid: cuda.Dim3{X: (cols + wgmmaBN - 1) / wgmmaBN, Y: (pairs+bm-1)/bm + min(e, pairs)},
+		Block: cuda.Dim3{X: wgmmaThreads}, SharedMem: wgmmaSmem(bm), Stream: s}
 }
 
 // moePath is the MoE path for a micro-batch of pairs (token, expert) pairs:
@@ -505,7 +537,7 @@ func (st *stage) moePath(pairs int) string {
 		return p
 	case pairs <= PersistentMaxPairs:
 		return MoEPersistent
-	case st.k.moeGateUpWgmma != nil:
+	case st.k.wgmma != nil:
 		return MoEWgmma
 	default:
 		return MoEGrouped
@@ -526,17 +558,16 @@ func (ln *lane) groupedWgmma(dl *deviceLayer, l, T int) error {
 	}); err != nil {
 		return err
 	}
-	grid := func(cols int) cuda.LaunchConfig {
-		return cuda.LaunchConfig{Grid: wgmmaGrid(cols, pairs, e), Block: cuda.Dim3{X: wgmmaThreads}, SharedMem: wgmmaSmem, Stream: ln.stream}
-	}
+	bm := st.m.o.wgmmaTile(pairs, e)
+	ks := st.k.wgmma[bm]
 	if err := ln.op("expert w1|w3 gemms", l, func() error {
 		// Each block's 256 columns are 128 outputs: their w1 rows and w3 rows.
-		return st.k.moeGateUpWgmma.Launch(grid(2*im), h, im, ln.meta, e, ln.tmGath, dl.tmW13, ln.act)
+		return ks.gateUp.Launch(wgmmaLaunch(2*im, pairs, e, bm, ln.stream), h, im, ln.meta, e, ln.tmGath, dl.tmW13, ln.act)
 	}); err != nil {
 		return err
 	}
 	return ln.op("expert w2 gemms", l, func() error {
-		return st.k.moeDownWgmma.Launch(grid(h), h, im, ln.meta, e, ln.tmAct, dl.tmW2, ln.big)
+		return ks.down.Launch(wgmmaLaunch(h, pairs, e, bm, ln.stream), h, im, ln.meta, e, ln.tmAct, dl.tmW2, ln.big)
 	})
 }
 

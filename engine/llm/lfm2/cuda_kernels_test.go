@@ -390,46 +390,61 @@ func TestCUDARoute(t *testing.T) {
 	}{
 		{9, 37, 5, 2, true, [2]int{1, 3}}, {9, 37, 5, 2, false, [2]int{1, 3}}, {1, 64, 32, 4, true, [2]int{7, 30}},
 		{6, 2048, 32, 4, true, [2]int{0, 31}}, {5, 48, 40, 4, true, [2]int{2, 34}}, {13, 40, 70, 3, false, [2]int{5, 69}},
+		{300, 72, 5, 2, true, [2]int{1, 3}}, {260, 2048, 32, 4, true, [2]int{0, 31}}, {97, 40, 70, 3, false, [2]int{5, 69}},
 	} {
-		tokens, h, e, k := tc.tokens, tc.h, tc.e, tc.k
-		kt := newKernelTest(t, "f32", 8, 3, h, 8)
-		mc := newMoECase(kt, h, 8, e, k, true)
-		mc.c.NormTopK, mc.c.RoutedScaling = tc.norm, 1.5
-		a, b := tc.tie[0], tc.tie[1]
-		copy(mc.lw.Gate[b*h:(b+1)*h], mc.lw.Gate[a*h:(a+1)*h])
-		mc.lw.Bias[a], mc.lw.Bias[b] = 2, 2
-		x := kt.randn(tokens * h)
-		idx, wts, meta := kt.zeros(tokens*k), kt.zeros(tokens*k), kt.zeros(4*e+2)
-		xb, _ := kt.elem(x)
-		normFlag := 0
-		if tc.norm {
-			normFlag = 1
+		for _, tiled := range []bool{false, true} {
+			checkRoute(t, tc.tokens, tc.h, tc.e, tc.k, tc.norm, tc.tie, tiled)
 		}
-		kt.launch(kt.k.route, cuda.Dim3{X: (tokens + routeTokens - 1) / routeTokens}, routeThreads, routeSmem(h, e), xb, tokens, h,
-			kt.f32(mc.lw.Gate), kt.f32(mc.lw.Bias), e, k, normFlag, float32(1.5), idx, wts, meta)
-		gotIdx, gotW, counts := get[int32](kt, idx, tokens*k), get[float32](kt, wts, tokens*k), get[int32](kt, meta, e)
-		wantCounts := make([]int32, e)
-		rows := make([][]float32, tokens)
-		for i := range rows {
-			rows[i] = x[i*h : (i+1)*h]
+	}
+}
+
+// checkRoute runs one router case through route or route_tiled: experts a
+// and b of tie are made identical and likely, so both kernels must break
+// the tie as the CPU does.
+func checkRoute(t *testing.T, tokens, h, e, k int, norm bool, tie [2]int, tiled bool) {
+	tc := struct {
+		tokens, h, e, k int
+		norm, tiled     bool
+	}{tokens, h, e, k, norm, tiled}
+	kt := newKernelTest(t, "f32", 8, 3, h, 8)
+	mc := newMoECase(kt, h, 8, e, k, true)
+	mc.c.NormTopK, mc.c.RoutedScaling = tc.norm, 1.5
+	a, b := tie[0], tie[1]
+	copy(mc.lw.Gate[b*h:(b+1)*h], mc.lw.Gate[a*h:(a+1)*h])
+	mc.lw.Bias[a], mc.lw.Bias[b] = 2, 2
+	x := kt.randn(tokens * h)
+	idx, wts, meta := kt.zeros(tokens*k), kt.zeros(tokens*k), kt.zeros(4*e+2)
+	xb, _ := kt.elem(x)
+	normFlag := 0
+	if tc.norm {
+		normFlag = 1
+	}
+	f, cfg := kt.k.router(tokens, h, e, tiled, nil)
+	if err := f.Launch(cfg, xb, tokens, h, kt.f32(mc.lw.Gate), kt.f32(mc.lw.Bias), e, k, normFlag, float32(1.5), idx, wts, meta); err != nil {
+		t.Fatal(err)
+	}
+	gotIdx, gotW, counts := get[int32](kt, idx, tokens*k), get[float32](kt, wts, tokens*k), get[int32](kt, meta, e)
+	wantCounts := make([]int32, e)
+	rows := make([][]float32, tokens)
+	for i := range rows {
+		rows[i] = x[i*h : (i+1)*h]
+	}
+	logits := linear(rows, mc.lw.Gate, e)
+	for i := range tokens {
+		wi, ww := route(mc.c, logits[i], mc.lw.Bias)
+		if wi[0] != a || wi[1] != b {
+			t.Fatalf("%+v: token %d: the CPU chose %v, want the tied experts first", tc, i, wi)
 		}
-		logits := linear(rows, mc.lw.Gate, e)
-		for i := range tokens {
-			wi, ww := route(mc.c, logits[i], mc.lw.Bias)
-			if wi[0] != a || wi[1] != b {
-				t.Fatalf("%+v: token %d: the CPU chose %v, want the tied experts first", tc, i, wi)
+		for j := range k {
+			if int(gotIdx[i*k+j]) != wi[j] {
+				t.Fatalf("%+v: token %d: experts %v, want %v", tc, i, gotIdx[i*k:(i+1)*k], wi)
 			}
-			for j := range k {
-				if int(gotIdx[i*k+j]) != wi[j] {
-					t.Fatalf("%+v: token %d: experts %v, want %v", tc, i, gotIdx[i*k:(i+1)*k], wi)
-				}
-				wantCounts[wi[j]]++
-			}
-			near(t, "router weights", gotW[i*k:(i+1)*k], ww, 1e-5)
+			wantCounts[wi[j]]++
 		}
-		if !slices.Equal(counts, wantCounts) {
-			t.Errorf("%+v: counts %v, want %v", tc, counts, wantCounts)
-		}
+		near(t, "router weights", gotW[i*k:(i+1)*k], ww, 1e-5)
+	}
+	if !slices.Equal(counts, wantCounts) {
+		t.Errorf("%+v: counts %v, want %v", tc, counts, wantCounts)
 	}
 }
 
@@ -439,19 +454,21 @@ func TestCUDARoute(t *testing.T) {
 // (decode), experts with several tiles of moeTile rows (40 tokens over 3
 // experts), a hidden size that is no multiple of the down kernel's two rows
 // (37), and more experts than a warp has lanes (the scan's second group).
-// moeSizes is one MoE test: tokens routed top-k among e experts of width im.
+// moeSizes is one MoE test: tokens routed top-k among e experts of width
+// im; tile is step 12's row tile.
 type moeSizes struct {
 	engine              string
 	tokens, h, im, e, k int
+	tile                int
 }
 
 // TestCUDAMoE checks the router, grouping, step 08's persistent experts and
 // the combine against the CPU's moe.
 func TestCUDAMoE(t *testing.T) {
 	for _, tc := range []moeSizes{
-		{"f32", 13, 48, 20, 5, 2}, {"f32", 13, 37, 13, 4, 3}, {"bf16", 13, 48, 24, 5, 2}, {"bf16", 13, 48, 20, 6, 1},
-		{"bf16", 1, 64, 40, 8, 4}, {"f32", 1, 37, 13, 4, 2}, {"f32", 40, 64, 32, 3, 2}, {"bf16", 40, 48, 24, 3, 2},
-		{"bf16", 13, 64, 40, 40, 4}, {"f32", 5, 48, 20, 70, 3},
+		{"f32", 13, 48, 20, 5, 2, 0}, {"f32", 13, 37, 13, 4, 3, 0}, {"bf16", 13, 48, 24, 5, 2, 0}, {"bf16", 13, 48, 20, 6, 1, 0},
+		{"bf16", 1, 64, 40, 8, 4, 0}, {"f32", 1, 37, 13, 4, 2, 0}, {"f32", 40, 64, 32, 3, 2, 0}, {"bf16", 40, 48, 24, 3, 2, 0},
+		{"bf16", 13, 64, 40, 40, 4, 0}, {"f32", 5, 48, 20, 70, 3, 0},
 	} {
 		checkMoE(t, tc, MoEPersistent)
 	}
@@ -463,9 +480,12 @@ func TestCUDAMoE(t *testing.T) {
 // experts (some empty).
 func TestCUDAMoEWgmma(t *testing.T) {
 	for _, tc := range []moeSizes{
-		{"bf16", 300, 72, 40, 3, 2}, {"bf16", 200, 128, 136, 8, 4}, {"bf16", 40, 64, 24, 40, 4}, {"bf16", 700, 264, 264, 4, 1},
+		{"bf16", 300, 72, 40, 3, 2, 0}, {"bf16", 200, 128, 136, 8, 4, 0}, {"bf16", 40, 64, 24, 40, 4, 0}, {"bf16", 700, 264, 264, 4, 1, 0},
 	} {
-		checkMoE(t, tc, MoEWgmma)
+		for _, tile := range []int{128, 64} {
+			tc.tile = tile
+			checkMoE(t, tc, MoEWgmma)
+		}
 	}
 }
 
@@ -473,7 +493,7 @@ func TestCUDAMoEWgmma(t *testing.T) {
 // (persistent or wgmma) and combine, and compares with the CPU.
 func checkMoE(t *testing.T, tc moeSizes, path string) {
 	kt := newKernelTest(t, tc.engine, 8, 3, tc.h, tc.im)
-	if path == MoEWgmma && kt.k.moeGateUpWgmma == nil {
+	if path == MoEWgmma && kt.k.wgmma == nil {
 		t.Skipf("step 12 needs compute capability 9.0 (sm_90a); %s is %s", kt.ctx.ID(), kt.ctx.Properties().ComputeCapability)
 	}
 	tokens, h, im, e, k := tc.tokens, tc.h, tc.im, tc.e, tc.k
@@ -498,8 +518,10 @@ func checkMoE(t *testing.T, tc moeSizes, path string) {
 	topIdx, topW, slotRow, perm := kt.zeros(pairs), kt.zeros(pairs), kt.zeros(pairs), kt.zeros(pairs)
 	meta, load, gath := kt.zeros(4*e+2), kt.zeros(e), kt.zeros(pairs*h)
 	act, y, xBuf := kt.zeros(pairs*im), kt.zeros(pairs*h), kt.f32(x)
-	kt.launch(kt.k.route, cuda.Dim3{X: (tokens + routeTokens - 1) / routeTokens}, routeThreads, routeSmem(h, e), xnBuf, tokens, h,
-		kt.f32(mc.lw.Gate), kt.f32(mc.lw.Bias), e, k, 1, float32(1), topIdx, topW, meta)
+	f, cfg := kt.k.router(tokens, h, e, tokens >= routeTiledMinTokens, nil)
+	if err := f.Launch(cfg, xnBuf, tokens, h, kt.f32(mc.lw.Gate), kt.f32(mc.lw.Bias), e, k, 1, float32(1), topIdx, topW, meta); err != nil {
+		t.Fatal(err)
+	}
 	kt.launch(kt.k.moeOffsets, cuda.Dim3{X: 1}, 32, 0, e, moeTile, meta, load)
 	if path == MoEWgmma {
 		kt.launch(kt.k.moeScatter, cuda.Dim3{X: pairs}, 32, 0, xnBuf, h, k, topIdx, meta, e, perm, slotRow, 1, gath)
@@ -513,8 +535,16 @@ func checkMoE(t *testing.T, tc moeSizes, path string) {
 				t.Fatal(err)
 			}
 		}
-		kt.launch(kt.k.moeGateUpWgmma, wgmmaGrid(2*im, pairs, e), wgmmaThreads, wgmmaSmem, h, im, meta, e, maps[0], maps[1], act)
-		kt.launch(kt.k.moeDownWgmma, wgmmaGrid(h, pairs, e), wgmmaThreads, wgmmaSmem, h, im, meta, e, maps[2], maps[3], y)
+		ks := kt.k.wgmma[tc.tile]
+		for _, l := range []struct {
+			f    *cuda.Function
+			cols int
+			args []any
+		}{{ks.gateUp, 2 * im, []any{maps[0], maps[1], act}}, {ks.down, h, []any{maps[2], maps[3], y}}} {
+			if err := l.f.Launch(wgmmaLaunch(l.cols, pairs, e, tc.tile, nil), append([]any{h, im, meta, e}, l.args...)...); err != nil {
+				t.Fatal(err)
+			}
+		}
 	} else {
 		kt.launch(kt.k.moeScatter, cuda.Dim3{X: pairs}, 32, 0, xnBuf, h, k, topIdx, meta, e, perm, slotRow, 0, gath)
 		kt.launch(kt.k.moeGateUp, cuda.Dim3{X: kt.k.gateUpBlocks}, persistentThreads, 0, xnBuf, h, im, w13Buf, perm, meta, e, act)
