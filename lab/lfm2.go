@@ -28,7 +28,7 @@ const lfm2Usage = `usage:
   lab lfm2 logits --model DIR --ids "1 2 3,4 5 6" --out F.npy [--device D] [--dtype f32|bf16]
       float32 logits of every position of equal-length sequences: [batch, seq, vocab]
   lab lfm2 bench (--model DIR | --random lfm2-8b-a1b) [--batch B] [--seq S] [--reps R]
-               [--decode N [--decode-batch 1,64]] [--compare-moe] [--moe PATH] [--moe-tile 64|128] [--micro-tokens N]
+               [--decode N [--decode-batch 1,64]] [--compare-moe] [--moe PATH] [--micro-tokens N]
                [--device D] [--dtype f32|bf16] [--seed S] [--ref F.npy --tol T] [--out F.npy] [--json F]
       prefill samples/s on seeded random ids (B sequences of S tokens, the fastest of R runs;
       on CUDA with the GPU time of every operation), optionally checked against reference
@@ -37,7 +37,7 @@ const lfm2Usage = `usage:
       with each MoE path: grouped cuBLAS GEMMs, grouped wgmma (bf16 on compute capability 9.0)
       and the persistent kernel; --moe runs one of them (grouped, wgmma or persistent) instead
       of the auto choice (persistent up to 256 token-expert pairs, then wgmma where it runs,
-      else grouped); --moe-tile sets wgmma's row tile (default: 64 below 512 rows per expert)
+      else grouped)
 
 Devices: cpu (the fp32 reference), cuda:N (the CUDA engine on GPU N) and all-gpus (the CUDA
 engine pipelined over every GPU, at most one per layer). --random needs a CUDA device.
@@ -125,7 +125,6 @@ func (m cpuLFM2) BenchDecode(batch, prompt, steps int, seed uint64) (*lfm2.Decod
 type lfm2Size struct {
 	batch, seq, microTokens int
 	moe                     string
-	moeTile                 int
 }
 
 // openLFM2 loads the model in dir onto device in dtype, sized for size.
@@ -221,7 +220,7 @@ func lfm2Contexts(device string, c *lfm2.Config) ([]*cuda.Context, error) {
 // max_position_embeddings are refused before they run, so the caches never
 // need more.
 func lfm2CUDAOptions(c *lfm2.Config, dtype string, size lfm2Size) lfm2.CUDAOptions {
-	return lfm2.CUDAOptions{DType: dtype, MaxBatch: size.batch, MaxSeq: min(size.seq, c.MaxPositions), MaxTokens: size.microTokens, MoE: size.moe, MoETile: size.moeTile}
+	return lfm2.CUDAOptions{DType: dtype, MaxBatch: size.batch, MaxSeq: min(size.seq, c.MaxPositions), MaxTokens: size.microTokens, MoE: size.moe}
 }
 
 // closeLFM2 closes m when a command ends. If the command failed, its error
@@ -414,7 +413,6 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	jsonOut := fs.String("json", "", "write the result as JSON here")
 	microTokens := fs.Int("micro-tokens", 0, "CUDA: the most tokens of one micro-batch (0: the engine's default, 8192); a prefill also takes at least 4 micro-batches per GPU")
 	moe := fs.String("moe", "", "CUDA: the MoE path, grouped, wgmma or persistent (default: auto, see lab lfm2 help)")
-	moeTile := fs.Int("moe-tile", 0, "CUDA, wgmma path: the experts' row tile, 64 or 128 (default: by the rows per expert)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -432,10 +430,8 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		return usageError{fmt.Errorf("--moe picks the CUDA engine's MoE path: give --device cuda:N or all-gpus")}
 	case !slices.Contains([]string{lfm2.MoEAuto, lfm2.MoEGrouped, lfm2.MoEWgmma, lfm2.MoEPersistent}, *moe):
 		return usageError{fmt.Errorf("--moe %q: want grouped, wgmma or persistent", *moe)}
-	case *moeTile != 0 && *moeTile != 64 && *moeTile != 128:
-		return usageError{fmt.Errorf("--moe-tile %d: want 64 or 128", *moeTile)}
 	}
-	size := lfm2Size{batch: *batchN, seq: *seq, microTokens: *microTokens, moe: *moe, moeTile: *moeTile}
+	size := lfm2Size{batch: *batchN, seq: *seq, microTokens: *microTokens, moe: *moe}
 	if *decodeN > 0 { // BenchDecode profiles one more step after the timed ones
 		size.batch, size.seq = max(*batchN, slices.Max(decodeAt)), *seq+*decodeN+1
 	}
@@ -456,7 +452,7 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	if err := lfm2.CheckBatch(c, batch); err != nil {
 		return err
 	}
-	res := lfm2.BenchRecord{Commit: bench.Commit(), Device: *device, DType: *dtype, Model: name, Batch: *batchN, Seq: *seq, Reps: *reps, MicroTokens: *microTokens, MoEPath: *moe, MoETile: *moeTile}
+	res := lfm2.BenchRecord{Commit: bench.Commit(), Device: *device, DType: *dtype, Model: name, Batch: *batchN, Seq: *seq, Reps: *reps, MicroTokens: *microTokens, MoEPath: *moe}
 	gpu, _ := m.(*lfm2.CUDAModel)
 	if gpu != nil {
 		for _, st := range gpu.Stages() {

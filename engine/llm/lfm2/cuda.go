@@ -58,10 +58,6 @@ type CUDAOptions struct {
 	// PersistentMaxPairs (token, expert) pairs in a micro-batch, as in
 	// decode; above, wgmma where it runs, else grouped).
 	MoE string
-	// MoETile is the row tile of step 12's kernels (the wgmma path): 64 or
-	// 128, or 0 to choose by the rows an expert gets on average (64 below
-	// wgmmaTallMinRows).
-	MoETile int
 }
 
 // The MoE paths of CUDAOptions.MoE.
@@ -100,8 +96,6 @@ func (o CUDAOptions) withDefaults() (CUDAOptions, error) {
 		return o, fmt.Errorf("lfm2: cuda dtype %q, want \"f32\" or \"bf16\"", o.DType)
 	case o.MaxBatch < 0 || o.MaxSeq < 0 || o.MaxTokens < 0:
 		return o, fmt.Errorf("lfm2: cuda sizes MaxBatch %d, MaxSeq %d, MaxTokens %d must be positive", o.MaxBatch, o.MaxSeq, o.MaxTokens)
-	case o.MoETile != 0 && o.MoETile != 64 && o.MoETile != 128:
-		return o, fmt.Errorf("lfm2: MoE tile of %d rows, want 64, 128 or 0 (auto)", o.MoETile)
 	}
 	return o, checkMoEPath(o.MoE)
 }
@@ -204,13 +198,9 @@ type kernelSet struct {
 	moeGateUp, moeDown, swiglu, argmax               *cuda.Function
 	gemv1, gemv8                                     *cuda.Function
 	sms, gateUpBlocks, downBlocks                    int // persistent grids, see persistentGrid
-	// Step 12, the grouped wgmma GEMMs by row tile (64, 128): nil where they
-	// cannot run (see hasWgmma).
-	wgmma map[int]wgmmaKernels
+	// Step 12, the grouped wgmma GEMMs: nil where they cannot run (see hasWgmma).
+	moeGateUpWgmma, moeDownWgmma *cuda.Function
 }
-
-// wgmmaKernels are step 12's two kernels of one row tile.
-type wgmmaKernels struct{ gateUp, down *cuda.Function }
 
 // hasWgmma reports whether step 12's kernels run for c in dtype on a device
 // with props: wgmma and TMA need sm_90a exactly, the kernels read bf16, and
@@ -251,11 +241,9 @@ func compileKernels(ctx *cuda.Context, c *Config, o CUDAOptions) (*kernelSet, er
 		{"10_lm_head", []string{"argmax_rows"}, []**cuda.Function{&k.argmax}, ""},
 		{"11_gemv", []string{"gemv_1", "gemv_8"}, []**cuda.Function{&k.gemv1, &k.gemv8}, ""},
 	}
-	var tall, short wgmmaKernels // step 12's row tiles of 128 and 64
 	if hasWgmma(props, c, o.DType) {
-		files = append(files, kernelFile{"12_moe_wgmma",
-			[]string{"moe_gate_up_wgmma_128", "moe_down_wgmma_128", "moe_gate_up_wgmma_64", "moe_down_wgmma_64"},
-			[]**cuda.Function{&tall.gateUp, &tall.down, &short.gateUp, &short.down}, "--gpu-architecture=sm_90a"})
+		files = append(files, kernelFile{"12_moe_wgmma", []string{"moe_gate_up_wgmma", "moe_down_wgmma"},
+			[]**cuda.Function{&k.moeGateUpWgmma, &k.moeDownWgmma}, "--gpu-architecture=sm_90a"})
 	}
 	for _, f := range files {
 		name := "lfm2/" + f.file
@@ -276,9 +264,6 @@ func compileKernels(ctx *cuda.Context, c *Config, o CUDAOptions) (*kernelSet, er
 				return nil, fmt.Errorf("lfm2: %w", err)
 			}
 		}
-	}
-	if tall.gateUp != nil {
-		k.wgmma = map[int]wgmmaKernels{128: tall, 64: short}
 	}
 	var err error
 	if k.gateUpBlocks, err = persistentGrid(k.moeGateUp, k.sms); err != nil {

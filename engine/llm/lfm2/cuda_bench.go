@@ -130,7 +130,7 @@ func (m *CUDAModel) BenchDecode(batch, prompt, steps int, seed uint64) (*DecodeR
 // 12's grouped wgmma where every stage has it, and the persistent kernel.
 func (m *CUDAModel) MoEPaths() []string {
 	for _, st := range m.stages {
-		if st.k.wgmma == nil {
+		if st.k.moeGateUpWgmma == nil {
 			return []string{MoEGrouped, MoEPersistent}
 		}
 	}

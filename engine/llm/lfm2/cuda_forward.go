@@ -83,7 +83,7 @@ func newLane(st *stage, index int) (*lane, error) {
 			return ln, err
 		}
 	}
-	if st.k.wgmma != nil && st.hasMoE() {
+	if st.k.moeGateUpWgmma != nil && st.hasMoE() {
 		p := sz.gath / int64(c.Hidden)
 		if ln.tmGath, err = wgmmaMap(ln.gath, p, int64(c.Hidden)); err == nil {
 			ln.tmAct, err = wgmmaMap(ln.act, p, int64(c.MoEIntermediate))
@@ -484,35 +484,18 @@ func (ln *lane) grouped(dl *deviceLayer, l, T int) error {
 	})
 }
 
-// The tiles of step 12 (12_moe_wgmma.cu): BM (64 or 128) rows of A by
-// wgmmaBN columns of the output, K in steps of wgmmaBK, and every TMA box
-// wgmmaBox rows by wgmmaBK columns.
+// The tiles of step 12 (12_moe_wgmma.cu): BM rows of A, and W in TMA boxes
+// of wgmmaBox rows by BK columns, two per 256-column tile.
 const (
+	wgmmaBM      = 128
 	wgmmaBN      = 256
-	wgmmaBox     = 64
+	wgmmaBox     = 128
 	wgmmaBK      = 64
 	wgmmaThreads = 384
-	// wgmmaTallMinRows: the auto row tile is 128 from this many rows per
-	// expert on average (a micro-batch of 4096 tokens, top-4 of 32), 64 below.
-	wgmmaTallMinRows = 512
+	// 4 stages of A and W tiles; the barriers and the tile's place in the
+	// struct's last 1 KiB (it is 1024-aligned); 1 KiB to align its start.
+	wgmmaSmem = 4*(wgmmaBM+wgmmaBN)*wgmmaBK*2 + 1024 + 1024
 )
-
-// wgmmaSmem is the dynamic shared memory of step 12 with row tile bm: 4
-// stages of A and W tiles; the barriers and the tile's place in the
-// struct's last 1 KiB (it is 1024-aligned); 1 KiB to align its start.
-func wgmmaSmem(bm int) int { return 4*(bm+wgmmaBN)*wgmmaBK*2 + 1024 + 1024 }
-
-// wgmmaTile is step 12's row tile for pairs rows over e experts.
-func (o CUDAOptions) wgmmaTile(pairs, e int) int {
-	switch {
-	case o.MoETile != 0:
-		return o.MoETile
-	case pairs < wgmmaTallMinRows*e:
-		return 64
-	default:
-		return 128
-	}
-}
 
 // wgmmaMap is the TMA view of a row-major rows×cols bf16 matrix in b that
 // step 12 reads, in 128-byte swizzled boxes of wgmmaBox rows by wgmmaBK columns.
@@ -520,13 +503,12 @@ func wgmmaMap(b *cuda.Buffer, rows, cols int64) (*cuda.TensorMap, error) {
 	return cuda.TensorMap2D(b, cuda.TensorBFloat16, 2, int(rows), int(cols), wgmmaBox, wgmmaBK, cuda.Swizzle128B)
 }
 
-// wgmmaLaunch is step 12's launch for a product of cols output columns
-// over pairs rows grouped among e experts, in row tiles of bm, on stream
-// s: 256 columns per block, and a row of blocks for each of the most tiles
-// the pairs can make (each expert with rows has at most one partial tile).
-func wgmmaLaunch(cols, pairs, e, bm int, s *cuda.Stream) cuda.LaunchConfig {
-	return cuda.LaunchConfig{Grid: cuda.Dim3{X: (cols + wgmmaBN - 1) / wgmmaBN, Y: (pairs+bm-1)/bm + min(e, pairs)},
-		Block: cuda.Dim3{X: wgmmaThreads}, SharedMem: wgmmaSmem(bm), Stream: s}
+// wgmmaGrid is step 12's grid for a product of cols output columns over
+// pairs rows grouped among e experts: 256 columns per block, and a row of
+// blocks for each of the most 128-row tiles the pairs can make (each expert
+// with rows has at most one partial tile).
+func wgmmaGrid(cols, pairs, e int) cuda.Dim3 {
+	return cuda.Dim3{X: (cols + wgmmaBN - 1) / wgmmaBN, Y: (pairs+wgmmaBM-1)/wgmmaBM + min(e, pairs)}
 }
 
 // moePath is the MoE path for a micro-batch of pairs (token, expert) pairs:
@@ -537,7 +519,7 @@ func (st *stage) moePath(pairs int) string {
 		return p
 	case pairs <= PersistentMaxPairs:
 		return MoEPersistent
-	case st.k.wgmma != nil:
+	case st.k.moeGateUpWgmma != nil:
 		return MoEWgmma
 	default:
 		return MoEGrouped
@@ -558,16 +540,17 @@ func (ln *lane) groupedWgmma(dl *deviceLayer, l, T int) error {
 	}); err != nil {
 		return err
 	}
-	bm := st.m.o.wgmmaTile(pairs, e)
-	ks := st.k.wgmma[bm]
+	grid := func(cols int) cuda.LaunchConfig {
+		return cuda.LaunchConfig{Grid: wgmmaGrid(cols, pairs, e), Block: cuda.Dim3{X: wgmmaThreads}, SharedMem: wgmmaSmem, Stream: ln.stream}
+	}
 	if err := ln.op("expert w1|w3 gemms", l, func() error {
 		// Each block's 256 columns are 128 outputs: their w1 rows and w3 rows.
-		return ks.gateUp.Launch(wgmmaLaunch(2*im, pairs, e, bm, ln.stream), h, im, ln.meta, e, ln.tmGath, dl.tmW13, ln.act)
+		return st.k.moeGateUpWgmma.Launch(grid(2*im), h, im, ln.meta, e, ln.tmGath, dl.tmW13, ln.act)
 	}); err != nil {
 		return err
 	}
 	return ln.op("expert w2 gemms", l, func() error {
-		return ks.down.Launch(wgmmaLaunch(h, pairs, e, bm, ln.stream), h, im, ln.meta, e, ln.tmAct, dl.tmW2, ln.big)
+		return st.k.moeDownWgmma.Launch(grid(h), h, im, ln.meta, e, ln.tmAct, dl.tmW2, ln.big)
 	})
 }
 

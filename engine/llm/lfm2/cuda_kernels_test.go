@@ -454,21 +454,19 @@ func checkRoute(t *testing.T, tokens, h, e, k int, norm bool, tie [2]int, tiled 
 // (decode), experts with several tiles of moeTile rows (40 tokens over 3
 // experts), a hidden size that is no multiple of the down kernel's two rows
 // (37), and more experts than a warp has lanes (the scan's second group).
-// moeSizes is one MoE test: tokens routed top-k among e experts of width
-// im; tile is step 12's row tile.
+// moeSizes is one MoE test: tokens routed top-k among e experts of width im.
 type moeSizes struct {
 	engine              string
 	tokens, h, im, e, k int
-	tile                int
 }
 
 // TestCUDAMoE checks the router, grouping, step 08's persistent experts and
 // the combine against the CPU's moe.
 func TestCUDAMoE(t *testing.T) {
 	for _, tc := range []moeSizes{
-		{"f32", 13, 48, 20, 5, 2, 0}, {"f32", 13, 37, 13, 4, 3, 0}, {"bf16", 13, 48, 24, 5, 2, 0}, {"bf16", 13, 48, 20, 6, 1, 0},
-		{"bf16", 1, 64, 40, 8, 4, 0}, {"f32", 1, 37, 13, 4, 2, 0}, {"f32", 40, 64, 32, 3, 2, 0}, {"bf16", 40, 48, 24, 3, 2, 0},
-		{"bf16", 13, 64, 40, 40, 4, 0}, {"f32", 5, 48, 20, 70, 3, 0},
+		{"f32", 13, 48, 20, 5, 2}, {"f32", 13, 37, 13, 4, 3}, {"bf16", 13, 48, 24, 5, 2}, {"bf16", 13, 48, 20, 6, 1},
+		{"bf16", 1, 64, 40, 8, 4}, {"f32", 1, 37, 13, 4, 2}, {"f32", 40, 64, 32, 3, 2}, {"bf16", 40, 48, 24, 3, 2},
+		{"bf16", 13, 64, 40, 40, 4}, {"f32", 5, 48, 20, 70, 3},
 	} {
 		checkMoE(t, tc, MoEPersistent)
 	}
@@ -480,12 +478,9 @@ func TestCUDAMoE(t *testing.T) {
 // experts (some empty).
 func TestCUDAMoEWgmma(t *testing.T) {
 	for _, tc := range []moeSizes{
-		{"bf16", 300, 72, 40, 3, 2, 0}, {"bf16", 200, 128, 136, 8, 4, 0}, {"bf16", 40, 64, 24, 40, 4, 0}, {"bf16", 700, 264, 264, 4, 1, 0},
+		{"bf16", 300, 72, 40, 3, 2}, {"bf16", 200, 128, 136, 8, 4}, {"bf16", 40, 64, 24, 40, 4}, {"bf16", 700, 264, 264, 4, 1},
 	} {
-		for _, tile := range []int{128, 64} {
-			tc.tile = tile
-			checkMoE(t, tc, MoEWgmma)
-		}
+		checkMoE(t, tc, MoEWgmma)
 	}
 }
 
@@ -493,7 +488,7 @@ func TestCUDAMoEWgmma(t *testing.T) {
 // (persistent or wgmma) and combine, and compares with the CPU.
 func checkMoE(t *testing.T, tc moeSizes, path string) {
 	kt := newKernelTest(t, tc.engine, 8, 3, tc.h, tc.im)
-	if path == MoEWgmma && kt.k.wgmma == nil {
+	if path == MoEWgmma && kt.k.moeGateUpWgmma == nil {
 		t.Skipf("step 12 needs compute capability 9.0 (sm_90a); %s is %s", kt.ctx.ID(), kt.ctx.Properties().ComputeCapability)
 	}
 	tokens, h, im, e, k := tc.tokens, tc.h, tc.im, tc.e, tc.k
@@ -535,16 +530,8 @@ func checkMoE(t *testing.T, tc moeSizes, path string) {
 				t.Fatal(err)
 			}
 		}
-		ks := kt.k.wgmma[tc.tile]
-		for _, l := range []struct {
-			f    *cuda.Function
-			cols int
-			args []any
-		}{{ks.gateUp, 2 * im, []any{maps[0], maps[1], act}}, {ks.down, h, []any{maps[2], maps[3], y}}} {
-			if err := l.f.Launch(wgmmaLaunch(l.cols, pairs, e, tc.tile, nil), append([]any{h, im, meta, e}, l.args...)...); err != nil {
-				t.Fatal(err)
-			}
-		}
+		kt.launch(kt.k.moeGateUpWgmma, wgmmaGrid(2*im, pairs, e), wgmmaThreads, wgmmaSmem, h, im, meta, e, maps[0], maps[1], act)
+		kt.launch(kt.k.moeDownWgmma, wgmmaGrid(h, pairs, e), wgmmaThreads, wgmmaSmem, h, im, meta, e, maps[2], maps[3], y)
 	} else {
 		kt.launch(kt.k.moeScatter, cuda.Dim3{X: pairs}, 32, 0, xnBuf, h, k, topIdx, meta, e, perm, slotRow, 0, gath)
 		kt.launch(kt.k.moeGateUp, cuda.Dim3{X: kt.k.gateUpBlocks}, persistentThreads, 0, xnBuf, h, im, w13Buf, perm, meta, e, act)

@@ -25,7 +25,7 @@ type deviceLayer struct {
 	// [H, I]; MoE, every expert one after the other: [E, 2·IM, H], [E, H, IM].
 	w13, w2 *cuda.Buffer
 	// tmW13, tmW2: TMA views of a MoE layer's w13 and w2 for step 12 (nil
-	// without it), as [E·2·IM, H] and [E·H, IM] (see wgmmaMap).
+	// without it), as [E·2·IM, H] and [E·H, IM] in boxes of wgmmaBox.
 	tmW13, tmW2 *cuda.TensorMap
 	gate, bias  *cuda.Buffer // f32 router [E, H], expert_bias [E]
 	k, v        *cuda.Buffer // f32 KV cache [MaxBatch, NKV, MaxSeq, D]
@@ -193,7 +193,7 @@ func newStage(m *CUDAModel, ctx *cuda.Context, first, last int, isFirst, isLast 
 	if err != nil {
 		return nil, err
 	}
-	if o.MoE == MoEWgmma && k.wgmma == nil {
+	if o.MoE == MoEWgmma && k.moeGateUpWgmma == nil {
 		p := ctx.Properties()
 		return nil, fmt.Errorf("lfm2: MoE path %q needs bf16, compute capability 9.0 and hidden and expert sizes that are multiples of 8; "+
 			"%s is %s, dtype %s, hidden %d, expert width %d", MoEWgmma, ctx.ID(), p.ComputeCapability, o.DType, c.Hidden, c.MoEIntermediate)
@@ -327,7 +327,7 @@ func (st *stage) allocWeights() ([]piece, error) {
 		}
 		buf(&dl.w13, false, what("experts' w1|w3"), w13...)
 		buf(&dl.w2, false, what("experts' w2"), w2...)
-		if err == nil && st.k.wgmma != nil {
+		if err == nil && st.k.moeGateUpWgmma != nil {
 			if dl.tmW13, err = wgmmaMap(dl.w13, e*2*im, h); err == nil {
 				dl.tmW2, err = wgmmaMap(dl.w2, e*h, im)
 			}

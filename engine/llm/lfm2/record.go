@@ -25,9 +25,7 @@ type BenchRecord struct {
 	// engine's default (CUDA).
 	MicroTokens int `json:"micro_tokens,omitempty"`
 	// MoEPath is the MoE path asked for, when not the engine's auto choice.
-	MoEPath string `json:"moe_path,omitempty"`
-	// MoETile is the wgmma path's row tile asked for, when not auto.
-	MoETile       int      `json:"moe_tile,omitempty"`
+	MoEPath       string   `json:"moe_path,omitempty"`
 	PrefillMS     float64  `json:"prefill_ms"`
 	SamplesPerSec float64  `json:"samples_per_s"`
 	TokensPerSec  float64  `json:"prefill_tokens_per_s"`

@@ -6,13 +6,13 @@
 // and 2·E launches that run one after the other. When a pipeline cuts the
 // batch into many micro-batches, an expert gets a few hundred rows, cuBLAS
 // gives each GEMM a few dozen blocks, and most of the 132 SMs idle. Here one
-// launch covers every expert. Block (x, y) takes the y-th BM-row tile of
+// launch covers every expert. Block (x, y) takes the y-th 128-row tile of
 // the list of all experts' tiles, found from step 07's offsets in device
 // memory, so the host never waits and no SM waits for the next expert's
 // launch. Each tile is gemm step 12's: a producer warpgroup copies the A
 // tile (grouped rows) and the W tile (rows of expert e's weight, K-major,
 // since C = A·Wᵀ) with TMA into a 4-stage ring; two consumer warpgroups
-// multiply with wgmma.
+// multiply with wgmma, 64×256 accumulators each.
 // moe_gate_up_wgmma loads 128 rows of w1 and the same 128 rows of w3 into
 // one 256-row W tile, so each thread holds gate and up of the same outputs,
 // and writes silu(gate)·up in bf16: the fp32 [rows, 2·IM] product that
@@ -21,31 +21,29 @@
 // and read once (4·2·IM bytes a row: 14 KiB). An expert's last tile reads
 // rows of the next expert (not written); the grid is sized for the most
 // tiles the pairs can make, and the blocks past the last tile exit at once.
-// Tile height: an expert's partial last tile computes up to BM-1 rows for
-// nothing, on average half a tile per expert. With 32 experts and 128-row
-// tiles that is 2048 rows a layer: 6% of a micro-batch of 8192 tokens
-// (32768 rows), 25% of one of 2048. So each kernel comes in two heights:
-// BM = 128 (the consumers take 64 rows × 256 columns each, m64n256) and
-// BM = 64 (both take the same 64 rows, 128 columns each, m64n128: half the
-// waste, but each W tile serves half the rows). The host picks by the rows
-// an expert gets on average. Every box TMA copies is 64 rows, so one tensor
-// map per matrix serves both heights.
-// Cost: sm_90a and bf16 only (other GPUs and fp32 keep the cuBLAS path).
+// Cost: sm_90a and bf16 only (other GPUs and fp32 keep the cuBLAS path);
+// an expert's partial last tile computes up to 127 rows for nothing: on
+// average half a tile per expert, 6% of the rows of a micro-batch of 8192
+// tokens, 25% of one of 2048.
+// Tried: 64-row tiles (two consumers of 64 rows × 128 columns, m64n128) to
+// halve that waste. Slower at every size measured (H100, 8B model, whole
+// prefill): 3130 against 3500 samples/s in micro-batches of 2048 tokens,
+// 3456 against 4046 in 4096. Each W tile then serves half the rows, and the
+// weights, not the wasted rows, are what these small GEMMs pay for.
 #include "gemm/hopper.cuh"
 #include "lfm2/common.cuh"  // silu_mul, put (compiled with LFM2_BF16=1: elem is bf16)
 
+#define BM 128
 #define BN 256
 #define BK 64
-#define BOX 64  // rows of every TMA box
 #define STAGES 4
 #define CONSUMERS 2
 #define THREADS (128 * (CONSUMERS + 1))
 #define OFFSETS(m, E) ((m) + (E))  // meta layout of 07_moe_group.cu
 
-template <int BM>
 struct Smem {
     alignas(1024) bf16 a[STAGES][BM * BK];
-    alignas(1024) bf16 w[STAGES][BN * BK];  // four boxes of 64 W rows
+    alignas(1024) bf16 w[STAGES][BN * BK];  // two boxes of 128 W rows
     unsigned long long full[STAGES], empty[STAGES];
     int e, row0, rows;  // the block's tile: expert, first grouped row, rows in it
 };
@@ -53,8 +51,7 @@ struct Smem {
 // find_tile sets s.e (or -1) for tile number `tile` of the list of every
 // expert's BM-row tiles, with one warp: lanes count the tiles of 32 experts
 // at a time and a shuffle scan gives each expert its first tile.
-template <int BM>
-__device__ __forceinline__ void find_tile(const int* __restrict__ meta, int E, int tile, int lane, Smem<BM>& s) {
+__device__ __forceinline__ void find_tile(const int* __restrict__ meta, int E, int tile, int lane, Smem& s) {
     const int* offsets = OFFSETS(meta, E);
     int before = 0;  // tiles of the experts before this group of 32
     if (lane == 0) s.e = -1;
@@ -77,10 +74,48 @@ __device__ __forceinline__ void find_tile(const int* __restrict__ meta, int E, i
     }
 }
 
+// tile_product computes the block's 128×256 tile: A rows s.row0.., against
+// W rows w0.. (first 128 of the W tile) and w1.. (last 128), over K. The
+// producer returns false; each consumer thread returns true with its 64×256
+// share in d (the m64n256 accumulator layout, see the epilogues).
+__device__ __forceinline__ bool tile_product(Smem& s, const TensorMap* tmA, const TensorMap* tmW, int w0, int w1, int K,
+                                             float* d) {
+    const int wg = threadIdx.x / 128, t = threadIdx.x % 128, tiles = (K + BK - 1) / BK;
+    if (wg == 0) {  // producer
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (t == 0) {
+            for (int kt = 0; kt < tiles; ++kt) {
+                int st = kt % STAGES;
+                if (kt >= STAGES) bar_wait(&s.empty[st], ((kt / STAGES) - 1) & 1);
+                bar_expect(&s.full[st], (BM + BN) * BK * sizeof(bf16));
+                tma_load(s.a[st], tmA, kt * BK, s.row0, &s.full[st]);
+                tma_load(s.w[st], tmW, kt * BK, w0, &s.full[st]);
+                tma_load(&s.w[st][128 * BK], tmW, kt * BK, w1, &s.full[st]);
+            }
+        }
+        return false;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    const int rowOff = (wg - 1) * 64;
+    for (int kt = 0; kt < tiles; ++kt) {
+        int st = kt % STAGES;
+        bar_wait(&s.full[st], (kt / STAGES) & 1);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int k = 0; k < BK / 16; ++k) wgmma_64x256<0>(d, desc(&s.a[st][rowOff * BK + k * 16]), desc(&s.w[st][k * 16]));
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        if (kt > 0) bar_arrive(&s.empty[(kt - 1) % STAGES]);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    return true;
+}
+
 // setup initializes the barriers and finds the block's tile; false: the
 // block is past the last tile.
-template <int BM>
-__device__ __forceinline__ bool setup(Smem<BM>& s, const int* meta, int E) {
+__device__ __forceinline__ bool setup(Smem& s, const int* meta, int E) {
     if (threadIdx.x == 0) {
         for (int i = 0; i < STAGES; ++i) {
             bar_init(&s.full[i], 1);
@@ -93,138 +128,66 @@ __device__ __forceinline__ bool setup(Smem<BM>& s, const int* meta, int E) {
     return s.e >= 0;
 }
 
-// Accumulators per consumer thread: 64 rows × NC columns over 128 threads.
-#define NC(BM) ((BM) == 128 ? BN : BN / 2)
-
-// tile_product computes the block's BM×256 tile: A rows s.row0.. against
-// the W rows wrow[0..3] (64 each, stacked into the 256-row W tile), over K.
-// The producer returns false; each consumer thread returns true with its
-// 64 × NC(BM) share in d: consumer c has rows 64c.. and all 256 columns
-// when BM = 128, and rows 0.. and columns 128c.. when BM = 64.
-template <int BM>
-__device__ __forceinline__ bool tile_product(Smem<BM>& s, const TensorMap* tmA, const TensorMap* tmW, const int (&wrow)[4], int K,
-                                             float* d) {
-    const int wg = threadIdx.x / 128, t = threadIdx.x % 128, tiles = (K + BK - 1) / BK;
-    if (wg == 0) {  // producer
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (t == 0) {
-            for (int kt = 0; kt < tiles; ++kt) {
-                int st = kt % STAGES;
-                if (kt >= STAGES) bar_wait(&s.empty[st], ((kt / STAGES) - 1) & 1);
-                bar_expect(&s.full[st], (BM + BN) * BK * sizeof(bf16));
-#pragma unroll
-                for (int b = 0; b < BM / BOX; ++b) tma_load(&s.a[st][b * BOX * BK], tmA, kt * BK, s.row0 + b * BOX, &s.full[st]);
-#pragma unroll
-                for (int b = 0; b < BN / BOX; ++b) tma_load(&s.w[st][b * BOX * BK], tmW, kt * BK, wrow[b], &s.full[st]);
-            }
-        }
-        return false;
-    }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-#pragma unroll
-    for (int i = 0; i < NC(BM) / 2; ++i) d[i] = 0.f;
-    const int c = wg - 1;
-    for (int kt = 0; kt < tiles; ++kt) {
-        int st = kt % STAGES;
-        bar_wait(&s.full[st], (kt / STAGES) & 1);
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-        for (int k = 0; k < BK / 16; ++k) {
-            if constexpr (BM == 128)
-                wgmma_64x256<0>(d, desc(&s.a[st][c * 64 * BK + k * 16]), desc(&s.w[st][k * 16]));
-            else
-                wgmma_64x128<0>(d, desc(&s.a[st][k * 16]), desc(&s.w[st][c * 128 * BK + k * 16]));
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-        if (kt > 0) bar_arrive(&s.empty[(kt - 1) % STAGES]);
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    return true;
-}
-
 // The accumulator layout of m64nNk16: thread t of a consumer warpgroup holds,
 // for each 8-column chunk c, rows 16·warp + lane/4 (+8) and columns
 // 8c + 2·(lane%4) (+1): d[4c + 2h + j] is row +8h, column +j.
 #define ACC_ROW(t) (16 * ((t) / 32) + ((t) % 32) / 4)
 #define ACC_COL(t) (2 * ((t) % 4))
 
-// gate_up: act[r, i] = silu(A[r]·w1_e[i]) · (A[r]·w3_e[i]) for the rows r of
-// every expert e, i in the block's 128 outputs. A = xg [pairs, H], w13 =
-// [E][2·IM][H]. The W tile stacks the outputs' w1 and w3 rows so that each
-// consumer's first NC/2 columns are the gates of NC/2 outputs and its last
-// NC/2 their ups: each thread holds gate and up of the same outputs.
-template <int BM>
-__device__ __forceinline__ void gate_up(int H, int IM, const int* __restrict__ meta, int E, const TensorMap* tmA, const TensorMap* tmW,
-                                        bf16* __restrict__ act) {
+// moe_gate_up_wgmma: act[r, i] = silu(A[r]·w1_e[i]) · (A[r]·w3_e[i]) for the
+// rows r of every expert e, i in the block's 128 outputs. A = xg [pairs, H]
+// (tmA, boxes 128×64), w13 = [E][2·IM][H] (tmW, boxes 128×64).
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+moe_gate_up_wgmma(int H, int IM, const int* __restrict__ meta, int E, const __grid_constant__ TensorMap tmA,
+                  const __grid_constant__ TensorMap tmW, bf16* __restrict__ act) {
     extern __shared__ __align__(1024) unsigned char raw[];
-    Smem<BM>& s = *reinterpret_cast<Smem<BM>*>((reinterpret_cast<size_t>(raw) + 1023) & ~size_t(1023));
+    Smem& s = *reinterpret_cast<Smem*>((reinterpret_cast<size_t>(raw) + 1023) & ~size_t(1023));
     if (!setup(s, meta, E)) return;
-    const int i0 = blockIdx.x * (BN / 2), g = s.e * 2 * IM + i0;
-    const int wrow[4] = {g, BM == 128 ? g + 64 : g + IM, BM == 128 ? g + IM : g + 64, g + IM + 64};
-    float d[NC(BM) / 2];
-    if (!tile_product(s, tmA, tmW, wrow, H, d)) return;
-    const int c = threadIdx.x / 128 - 1, t = threadIdx.x % 128;
-    const int r0 = (BM == 128 ? 64 * c : 0) + ACC_ROW(t), o0 = i0 + (BM == 128 ? 0 : 64 * c);
+    const int i0 = blockIdx.x * (BN / 2), gate = s.e * 2 * IM + i0;
+    float d[128];
+    if (!tile_product(s, &tmA, &tmW, gate, gate + IM, H, d)) return;
+    const int t = threadIdx.x % 128, r0 = (threadIdx.x / 128 - 1) * 64 + ACC_ROW(t);
 #pragma unroll
-    for (int ch = 0; ch < NC(BM) / 16; ++ch) {  // chunk ch is gate, chunk ch + NC/16 its up
+    for (int c = 0; c < BN / 16; ++c) {  // chunk c is gate, chunk c + 16 its up
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            int r = r0 + 8 * h, i = o0 + 8 * ch + ACC_COL(t);
+            int r = r0 + 8 * h, i = i0 + 8 * c + ACC_COL(t);
             if (r >= s.rows) continue;
             bf16* out = act + (size_t)(s.row0 + r) * IM + i;
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-                float gv = d[4 * ch + 2 * h + j], up = d[4 * (ch + NC(BM) / 16) + 2 * h + j];
-                if (i + j < IM) put(out + j, silu_mul(gv, up));
+                float g = d[4 * c + 2 * h + j], up = d[4 * (c + BN / 16) + 2 * h + j];
+                if (i + j < IM) put(out + j, silu_mul(g, up));
             }
         }
     }
 }
 
-// down: y[r, n] = act[r]·w2_e[n] for the rows r of every expert e, n in the
-// block's 256 outputs. act [pairs, IM], w2 = [E][H][IM].
-template <int BM>
-__device__ __forceinline__ void down(int H, int IM, const int* __restrict__ meta, int E, const TensorMap* tmA, const TensorMap* tmW,
-                                     float* __restrict__ y) {
+// moe_down_wgmma: y[r, n] = act[r]·w2_e[n] for the rows r of every expert e,
+// n in the block's 256 outputs. act [pairs, IM] (tmA), w2 = [E][H][IM] (tmW).
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+moe_down_wgmma(int H, int IM, const int* __restrict__ meta, int E, const __grid_constant__ TensorMap tmA,
+               const __grid_constant__ TensorMap tmW, float* __restrict__ y) {
     extern __shared__ __align__(1024) unsigned char raw[];
-    Smem<BM>& s = *reinterpret_cast<Smem<BM>*>((reinterpret_cast<size_t>(raw) + 1023) & ~size_t(1023));
+    Smem& s = *reinterpret_cast<Smem*>((reinterpret_cast<size_t>(raw) + 1023) & ~size_t(1023));
     if (!setup(s, meta, E)) return;
     const int n0 = blockIdx.x * BN, w0 = s.e * H + n0;
-    const int wrow[4] = {w0, w0 + 64, w0 + 128, w0 + 192};
-    float d[NC(BM) / 2];
-    if (!tile_product(s, tmA, tmW, wrow, IM, d)) return;
-    const int c = threadIdx.x / 128 - 1, t = threadIdx.x % 128;
-    const int r0 = (BM == 128 ? 64 * c : 0) + ACC_ROW(t), c0 = n0 + (BM == 128 ? 0 : 128 * c);
+    float d[128];
+    if (!tile_product(s, &tmA, &tmW, w0, w0 + 128, IM, d)) return;
+    const int t = threadIdx.x % 128, r0 = (threadIdx.x / 128 - 1) * 64 + ACC_ROW(t);
 #pragma unroll
-    for (int ch = 0; ch < NC(BM) / 8; ++ch) {
+    for (int c = 0; c < BN / 8; ++c) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            int r = r0 + 8 * h, n = c0 + 8 * ch + ACC_COL(t);
+            int r = r0 + 8 * h, n = n0 + 8 * c + ACC_COL(t);
             if (r >= s.rows) continue;
             float* out = y + (size_t)(s.row0 + r) * H + n;
             if (n + 1 < H && (H & 1) == 0) {
-                *reinterpret_cast<float2*>(out) = make_float2(d[4 * ch + 2 * h], d[4 * ch + 2 * h + 1]);
+                *reinterpret_cast<float2*>(out) = make_float2(d[4 * c + 2 * h], d[4 * c + 2 * h + 1]);
             } else {
-                if (n < H) out[0] = d[4 * ch + 2 * h];
-                if (n + 1 < H) out[1] = d[4 * ch + 2 * h + 1];
+                if (n < H) out[0] = d[4 * c + 2 * h];
+                if (n + 1 < H) out[1] = d[4 * c + 2 * h + 1];
             }
         }
     }
 }
-
-// The kernels, one per height. tmA: the grouped inputs (xg for gate_up, act
-// for down), tmW: the layer's w13 or w2, all in 64×64 boxes.
-#define KERNELS(BM)                                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(THREADS, 1)                                                                         \
-        moe_gate_up_wgmma_##BM(int H, int IM, const int* __restrict__ meta, int E, const __grid_constant__ TensorMap tmA,            \
-                               const __grid_constant__ TensorMap tmW, bf16* __restrict__ act) {                                      \
-        gate_up<BM>(H, IM, meta, E, &tmA, &tmW, act);                                                                                \
-    }                                                                                                                                \
-    extern "C" __global__ void __launch_bounds__(THREADS, 1)                                                                         \
-        moe_down_wgmma_##BM(int H, int IM, const int* __restrict__ meta, int E, const __grid_constant__ TensorMap tmA,               \
-                            const __grid_constant__ TensorMap tmW, float* __restrict__ y) {                                          \
-        down<BM>(H, IM, meta, E, &tmA, &tmW, y);                                                                                     \
-    }
-KERNELS(128)
-KERNELS(64)
