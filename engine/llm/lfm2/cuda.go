@@ -193,8 +193,7 @@ func (m *CUDAModel) Close() error {
 type kernelSet struct {
 	convertElem, convertF32, fillElem, fillF32       *cuda.Function
 	embed, rmsnorm, qkNormRope, attention, shortConv *cuda.Function
-	route, routeTiled, moeOffsets, moeScatter        *cuda.Function
-	moeCombine                                       *cuda.Function
+	route, moeOffsets, moeScatter, moeCombine        *cuda.Function
 	moeGateUp, moeDown, swiglu, argmax               *cuda.Function
 	gemv1, gemv8                                     *cuda.Function
 	sms, gateUpBlocks, downBlocks                    int // persistent grids, see persistentGrid
@@ -233,7 +232,7 @@ func compileKernels(ctx *cuda.Context, c *Config, o CUDAOptions) (*kernelSet, er
 		{"03_rope", []string{"qk_norm_rope"}, []**cuda.Function{&k.qkNormRope}, ""},
 		{"04_attention", []string{"attention"}, []**cuda.Function{&k.attention}, ""},
 		{"05_conv", []string{"short_conv"}, []**cuda.Function{&k.shortConv}, ""},
-		{"06_router", []string{"route", "route_tiled"}, []**cuda.Function{&k.route, &k.routeTiled}, ""},
+		{"06_router", []string{"route"}, []**cuda.Function{&k.route}, ""},
 		{"07_moe_group", []string{"moe_offsets", "moe_scatter", "moe_combine"},
 			[]**cuda.Function{&k.moeOffsets, &k.moeScatter, &k.moeCombine}, ""},
 		{"08_moe_persistent", []string{"moe_gate_up", "moe_down"}, []**cuda.Function{&k.moeGateUp, &k.moeDown}, ""},

@@ -321,8 +321,8 @@ func (ln *lane) moe(dl *deviceLayer, l, T int) error {
 		if c.NormTopK {
 			norm = 1
 		}
-		f, cfg := st.k.router(T, h, e, T >= routeTiledMinTokens, ln.stream)
-		return f.Launch(cfg, ln.xn, T, h, dl.gate, dl.bias, e, k, norm, float32(c.RoutedScaling), ln.topIdx, ln.topW, ln.meta)
+		return ln.launch(st.k.route, (T+routeTokens-1)/routeTokens, routeThreads, routeSmem(h, e), ln.xn, T, h, dl.gate, dl.bias, e, k,
+			norm, float32(c.RoutedScaling), ln.topIdx, ln.topW, ln.meta)
 	}); err != nil {
 		return err
 	}
@@ -359,29 +359,15 @@ func (ln *lane) moe(dl *deviceLayer, l, T int) error {
 	})
 }
 
-// The router's blocks (06_router.cu): route takes routeTokens tokens
-// (TOKENS) with routeThreads threads (ROUTE_WARPS·32); route_tiled takes
-// routeTiledTokens (TILE_T) with routeTiledThreads (TILED_THREADS), from
-// routeTiledMinTokens tokens on, below which route's loads in flight win.
+// routeTokens is the tokens of one router block (TOKENS in 06_router.cu),
+// and routeThreads its threads (ROUTE_WARPS·32).
 const (
-	routeTokens         = 4
-	routeThreads        = 1024
-	routeTiledTokens    = 32
-	routeTiledThreads   = 256
-	routeTiledMinTokens = 256
+	routeTokens  = 4
+	routeThreads = 1024
 )
 
-// router is the router kernel and its launch for T tokens of hidden h and
-// e experts on stream s: route_tiled if tiled, else route. Both take the
-// same arguments.
-func (ks *kernelSet) router(T, h, e int, tiled bool, s *cuda.Stream) (*cuda.Function, cuda.LaunchConfig) {
-	if tiled {
-		return ks.routeTiled, cuda.LaunchConfig{Grid: cuda.Dim3{X: (T + routeTiledTokens - 1) / routeTiledTokens},
-			Block: cuda.Dim3{X: routeTiledThreads}, SharedMem: 4 * 2 * routeTiledTokens * e, Stream: s}
-	}
-	return ks.route, cuda.LaunchConfig{Grid: cuda.Dim3{X: (T + routeTokens - 1) / routeTokens}, Block: cuda.Dim3{X: routeThreads},
-		SharedMem: 4 * routeTokens * (h + 2*e), Stream: s}
-}
+// routeSmem is the router's dynamic shared memory for hidden h and e experts.
+func routeSmem(h, e int) int { return 4 * routeTokens * (h + 2*e) }
 
 // The GEMV kernel of step 11: up to gemvMaxRows input rows (GEMV_MAX_ROWS),
 // blocks of gemvThreads threads (GEMV_WARPS·32) computing gemvBlockRows

@@ -27,17 +27,14 @@
 // The first version had 8 warps walking their gate rows one load at a time
 // and one thread per token scanning the E scores k times; at batch 1 it
 // took about 50 µs per layer on an H100 (profiled between events).
-//
-// route_tiled is the prefill's router. With thousands of tokens, `route`
-// reads the whole gate (256 KB) from L2 for every 4 tokens: 2048 blocks of
-// 1024 threads for 8192 tokens, each a chain of dependent loads, and the
-// router took 8% of the 8B model's prefill. route_tiled computes the gate
-// logits of TILE_T = 32 tokens per block as a small GEMM tile: 64-column
-// chunks of the tokens' inputs and of 32 gate rows at a time are staged in
-// shared memory, and each of 256 threads accumulates 2 tokens × 2 experts
-// in registers, reading float4s. The gate now streams once per 32 tokens
-// (8× less L2 traffic), and each shared-memory read feeds 4 FMAs instead
-// of 1. The selection is the same code as `route`'s.
+// Tried for prefill: a tiled router, 32 tokens per block of 256 threads,
+// 64-column chunks of inputs and gate rows staged in shared memory, 2
+// tokens × 2 experts per thread: the gate read once per 32 tokens instead
+// of 4. The whole 8B prefill on one H200 gained 2% (4585 against about
+// 4470 samples/s), but the two-GPU pipeline lost 3% (6844 against 7050),
+// presumably because its 128 long blocks of a 4096-token micro-batch hold
+// SMs that the other lane's expert GEMMs wait for, where this kernel's
+// many short blocks fill gaps. Reverted.
 #include "lfm2/common.cuh"
 
 #define TOKENS 4
@@ -85,11 +82,39 @@ __device__ __forceinline__ bool beats(float v, int i, float bv, int bi) {
     return i >= 0 && (bi < 0 || v > bv || (v == bv && i < bi));
 }
 
-// select_topk: one warp chooses token t's K experts from its E scores sc
-// (sigmoids) and keys kv (sigmoid + bias), writes their indices and
-// weights, and counts each choice for the grouping (07).
-__device__ __forceinline__ void select_topk(const float* sc, const float* kv, int E, int K, int norm_topk, float scaling, int t,
-                                            int lane, int* __restrict__ top_idx, float* __restrict__ top_w, int* __restrict__ counts) {
+// E <= 32·32: a lane marks its chosen experts in one 32-bit mask. The
+// launch bound's minimum of one block per SM lets ptxas keep the gate loads
+// together (GEMV_MIN_BLOCKS in 11_gemv.cu says why).
+extern "C" __global__ void __launch_bounds__(ROUTE_WARPS * 32, 1)
+route(const elem* __restrict__ xn, int T, int H, const float* __restrict__ gate, const float* __restrict__ bias, int E, int K,
+      int norm_topk, float scaling, int* __restrict__ top_idx, float* __restrict__ top_w, int* __restrict__ counts) {
+    extern __shared__ __align__(16) float sh[];  // xs[TOKENS][H] | score[TOKENS][E] | key[TOKENS][E]
+    float* xs = sh;
+    float* score = sh + TOKENS * H;
+    float* key = score + TOKENS * E;
+    int t0 = blockIdx.x * TOKENS, nt = min(TOKENS, T - t0);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const elem* src = xn + (size_t)t0 * H;  // the block's tokens are consecutive rows
+    for (int i = threadIdx.x; i < nt * H; i += blockDim.x) xs[i] = to_float(src[i]);
+    __syncthreads();
+    for (int e = warp; e < E; e += ROUTE_WARPS) {
+        float p[TOKENS] = {};
+        gate_dots(gate + (size_t)e * H, xs, H, nt, lane, p);
+#pragma unroll
+        for (int r = 0; r < TOKENS; ++r) {
+            if (r >= nt) break;
+            float z = warp_sum(p[r]);
+            if (lane == 0) {
+                float s = (float)(1.0 / (1.0 + exp(-(double)z)));
+                score[r * E + e] = s;
+                key[r * E + e] = s + bias[e];
+            }
+        }
+    }
+    __syncthreads();
+    if (warp >= nt) return;
+    int t = t0 + warp;
+    const float *sc = score + warp * E, *kv = key + warp * E;
     unsigned taken = 0;  // bit j: expert lane + 32·j is chosen
     float sum = 0.f;
     for (int k = 0; k < K; ++k) {
@@ -117,102 +142,4 @@ __device__ __forceinline__ void select_topk(const float* sc, const float* kv, in
         if (norm_topk) w /= sum + 1e-6f;
         top_w[t * K + k] = w * scaling;
     }
-}
-
-// score_of is the reference's sigmoid, in double.
-__device__ __forceinline__ float score_of(float z) { return (float)(1.0 / (1.0 + exp(-(double)z))); }
-
-// E <= 32·32: a lane marks its chosen experts in one 32-bit mask. The
-// launch bound's minimum of one block per SM lets ptxas keep the gate loads
-// together (GEMV_MIN_BLOCKS in 11_gemv.cu says why).
-extern "C" __global__ void __launch_bounds__(ROUTE_WARPS * 32, 1)
-route(const elem* __restrict__ xn, int T, int H, const float* __restrict__ gate, const float* __restrict__ bias, int E, int K,
-      int norm_topk, float scaling, int* __restrict__ top_idx, float* __restrict__ top_w, int* __restrict__ counts) {
-    extern __shared__ __align__(16) float sh[];  // xs[TOKENS][H] | score[TOKENS][E] | key[TOKENS][E]
-    float* xs = sh;
-    float* score = sh + TOKENS * H;
-    float* key = score + TOKENS * E;
-    int t0 = blockIdx.x * TOKENS, nt = min(TOKENS, T - t0);
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const elem* src = xn + (size_t)t0 * H;  // the block's tokens are consecutive rows
-    for (int i = threadIdx.x; i < nt * H; i += blockDim.x) xs[i] = to_float(src[i]);
-    __syncthreads();
-    for (int e = warp; e < E; e += ROUTE_WARPS) {
-        float p[TOKENS] = {};
-        gate_dots(gate + (size_t)e * H, xs, H, nt, lane, p);
-#pragma unroll
-        for (int r = 0; r < TOKENS; ++r) {
-            if (r >= nt) break;
-            float z = warp_sum(p[r]);
-            if (lane == 0) {
-                float s = score_of(z);
-                score[r * E + e] = s;
-                key[r * E + e] = s + bias[e];
-            }
-        }
-    }
-    __syncthreads();
-    if (warp < nt) select_topk(score + warp * E, key + warp * E, E, K, norm_topk, scaling, t0 + warp, lane, top_idx, top_w, counts);
-}
-
-#define TILE_T 32  // tokens per block
-#define TILE_E 32  // experts per pass
-#define KC 64      // columns per staged chunk
-#define KC_PAD (KC + 4)  // padded rows: float4 reads of different rows spread over the banks
-#define TILED_THREADS 256
-
-// route_tiled: the same result as route, for TILE_T tokens per block. Each
-// thread owns tokens 2·(tid/16) + {0, 1} and experts 2·(tid%16) + {0, 1} of
-// each pass of TILE_E experts; a warp then selects for each of its tokens.
-extern "C" __global__ void __launch_bounds__(TILED_THREADS)
-route_tiled(const elem* __restrict__ xn, int T, int H, const float* __restrict__ gate, const float* __restrict__ bias, int E, int K,
-            int norm_topk, float scaling, int* __restrict__ top_idx, float* __restrict__ top_w, int* __restrict__ counts) {
-    __shared__ __align__(16) float xs[TILE_T][KC_PAD];
-    __shared__ __align__(16) float gs[TILE_E][KC_PAD];
-    extern __shared__ float sh[];  // score[TILE_T][E] | key[TILE_T][E]
-    float* score = sh;
-    float* key = sh + TILE_T * E;
-    const int t0 = blockIdx.x * TILE_T, nt = min(TILE_T, T - t0);
-    const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
-    for (int e0 = 0; e0 < E; e0 += TILE_E) {
-        float acc[2][2] = {};
-        for (int k0 = 0; k0 < H; k0 += KC) {
-            // Stage the chunk: zeros past the matrices' edges.
-            for (int i = tid; i < TILE_T * KC; i += TILED_THREADS) {
-                int r = i / KC, c = i % KC;
-                xs[r][c] = r < nt && k0 + c < H ? to_float(xn[(size_t)(t0 + r) * H + k0 + c]) : 0.f;
-                gs[r][c] = e0 + r < E && k0 + c < H ? __ldg(gate + (size_t)(e0 + r) * H + k0 + c) : 0.f;
-            }
-            __syncthreads();
-#pragma unroll 4
-            for (int c = 0; c < KC; c += 4) {
-                float4 x[2], g[2];
-#pragma unroll
-                for (int i = 0; i < 2; ++i) {
-                    x[i] = *reinterpret_cast<const float4*>(&xs[2 * ty + i][c]);
-                    g[i] = *reinterpret_cast<const float4*>(&gs[2 * tx + i][c]);
-                }
-#pragma unroll
-                for (int i = 0; i < 2; ++i)
-#pragma unroll
-                    for (int j = 0; j < 2; ++j) acc[i][j] += x[i].x * g[j].x + x[i].y * g[j].y + x[i].z * g[j].z + x[i].w * g[j].w;
-            }
-            __syncthreads();
-        }
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                int r = 2 * ty + i, e = e0 + 2 * tx + j;
-                if (r < nt && e < E) {
-                    float sc = score_of(acc[i][j]);
-                    score[r * E + e] = sc;
-                    key[r * E + e] = sc + bias[e];
-                }
-            }
-    }
-    __syncthreads();
-    const int warp = tid >> 5, lane = tid & 31;
-    for (int r = warp; r < nt; r += TILED_THREADS / 32)
-        select_topk(score + r * E, key + r * E, E, K, norm_topk, scaling, t0 + r, lane, top_idx, top_w, counts);
 }
