@@ -136,28 +136,19 @@ func TestCUDABatches(t *testing.T) {
 	if _, err := m.microBatches(1, 13, 0, nil); err == nil || !strings.Contains(err.Error(), "MaxTokens of 12") {
 		t.Errorf("a sequence longer than MaxTokens: %v", err)
 	}
-	// On two stages, with at most 48 tokens of 3-token sequences, 66
-	// sequences make micro-batches of 9 (at least 8 micro-batches): the
-	// first is cut into a quarter and the rest, the last (3) is too small to
-	// cut; 72 sequences make 8 of 9, the last cut into the rest and a quarter.
-	o48 := o
-	o48.MaxTokens = 48
-	two := &CUDAModel{c: c, o: o48, stages: make([]*stage, 2)}
-	for _, tc := range []struct {
-		b    int
-		want []int
-	}{{66, []int{2, 7, 9, 9, 9, 9, 9, 9, 3}}, {72, []int{2, 7, 9, 9, 9, 9, 9, 9, 7, 2}}} {
-		mbs, err := two.microBatches(tc.b, 3, 0, nil)
-		var sizes []int
-		for i, mb := range mbs {
-			if mb.index != i || (i > 0 && mb.b0 != mbs[i-1].b0+mbs[i-1].B) {
-				t.Errorf("micro-batch %d: %+v after %+v", i, mb, mbs[max(i-1, 0)])
-			}
-			sizes = append(sizes, mb.B)
+	// On two stages, 17 sequences of 3 tokens make micro-batches of 3 (at
+	// least 8 micro-batches), the first and the last cut in halves.
+	two := &CUDAModel{c: c, o: o, stages: make([]*stage, 2)}
+	mbs, err = two.microBatches(17, 3, 0, nil)
+	var sizes []int
+	for i, mb := range mbs {
+		if mb.index != i || (i > 0 && mb.b0 != mbs[i-1].b0+mbs[i-1].B) {
+			t.Errorf("micro-batch %d: %+v after %+v", i, mb, mbs[max(i-1, 0)])
 		}
-		if err != nil || !slices.Equal(sizes, tc.want) {
-			t.Errorf("pipeline micro-batches of %d sequences: %v, %v; want %v", tc.b, sizes, err, tc.want)
-		}
+		sizes = append(sizes, mb.B)
+	}
+	if want := []int{1, 2, 3, 3, 3, 3, 1, 1}; err != nil || !slices.Equal(sizes, want) {
+		t.Errorf("pipeline micro-batches of %v, %v; want %v", sizes, err, want)
 	}
 }
 
