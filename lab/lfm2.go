@@ -477,8 +477,8 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		if len(res.StageTimes) > 1 {
 			fmt.Fprintln(stdout, "the same prefill by stage (busy: at least one lane working):")
 			for _, st := range res.StageTimes {
-				fmt.Fprintf(stdout, "  stage %d, %s, layers %s: busy %.1f ms (%.0f%% of the wall), from %.1f to %.1f ms\n",
-					st.Stage, st.Device, st.Layers, st.BusyMS, 100*st.BusyMS/msOf(pr.Profile.Wall), st.FirstMS, st.LastMS)
+				fmt.Fprintf(stdout, "  stage %d, %s, %s: busy %.1f ms (%.0f%% of the wall), from %.1f to %.1f ms\n",
+					st.Stage, st.Device, st.Parts, st.BusyMS, 100*st.BusyMS/msOf(pr.Profile.Wall), st.FirstMS, st.LastMS)
 			}
 		}
 	}

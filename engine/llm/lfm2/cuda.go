@@ -151,32 +151,63 @@ func (m *CUDAModel) SetMoE(path string) error {
 func (m *CUDAModel) Stages() []StageInfo {
 	out := make([]StageInfo, len(m.stages))
 	for i, st := range m.stages {
-		out[i] = StageInfo{Device: st.ctx.ID(), First: st.first, Last: st.last, P2P: st.p2p}
+		out[i] = StageInfo{Device: st.ctx.ID(), From: st.from, To: st.to, P2P: st.p2p}
 	}
 	return out
 }
 
-// StageInfo is one pipeline stage: layers [First, Last) on Device; the
-// first stage also embeds the tokens and the last computes the logits. P2P
-// tells whether the stage reads the previous one's output directly (NVLink
-// or PCIe peer access) or through the host.
+// StageInfo is one pipeline stage: parts [From, To) of the model on Device,
+// where part 2l is layer l's mixer (attention or conv, with its norm) and
+// part 2l+1 its feed-forward (dense or MoE, with its norm). A stage usually
+// holds whole layers; splitting one between its mixer and its feed-forward
+// balances stages finer than a layer does (the residual stream is all that
+// passes between them). The first stage also embeds the tokens and the last
+// computes the logits. P2P says whether the stage reads the previous one's
+// output directly.
 type StageInfo struct {
-	Device      string
-	First, Last int
-	P2P         bool
+	Device   string
+	From, To int
+	P2P      bool
 }
 
 // String describes the stage as `lab lfm2 bench` prints it, e.g.
-// "cuda:1: layers 13-23, peer copy from the previous GPU".
+// "cuda:1: the feed-forward of layer 12 and layers 13-23, peer copy from
+// the previous GPU".
 func (st StageInfo) String() string {
 	link := ""
 	switch {
-	case st.First > 0 && st.P2P:
+	case st.From > 0 && st.P2P:
 		link = ", peer copy from the previous GPU"
-	case st.First > 0:
+	case st.From > 0:
 		link = ", copy through the host"
 	}
-	return fmt.Sprintf("%s: layers %d-%d%s", st.Device, st.First, st.Last-1, link)
+	return fmt.Sprintf("%s: %s%s", st.Device, partsString(st.From, st.To), link)
+}
+
+// partsString names parts [from, to) by layer: "layers 0-11", "layer 4",
+// "layers 0-11 and the mixer of layer 12", "the feed-forward of layer 12
+// and layers 13-23".
+func partsString(from, to int) string {
+	var out []string
+	if from%2 == 1 && from < to {
+		out = append(out, fmt.Sprintf("the feed-forward of layer %d", from/2))
+		from++
+	}
+	tail := ""
+	if to%2 == 1 && from < to {
+		tail = fmt.Sprintf("the mixer of layer %d", to/2)
+		to--
+	}
+	switch first, last := from/2, to/2-1; {
+	case last == first:
+		out = append(out, fmt.Sprintf("layer %d", first))
+	case last > first:
+		out = append(out, fmt.Sprintf("layers %d-%d", first, last))
+	}
+	if tail != "" {
+		out = append(out, tail)
+	}
+	return strings.Join(out, " and ")
 }
 
 // Close frees every device allocation of the model.

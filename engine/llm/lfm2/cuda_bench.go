@@ -177,7 +177,7 @@ func (m *CUDAModel) ExpertLoad() ([][]int, error) {
 				return nil, fmt.Errorf("lfm2: expert load: %w", err)
 			}
 			for l := st.first; l < st.last; l++ {
-				if !c.IsMoE(l) {
+				if !c.IsMoE(l) || !st.hasFFN(l) {
 					continue
 				}
 				if out[l] == nil {

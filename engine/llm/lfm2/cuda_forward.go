@@ -217,27 +217,29 @@ func (ln *lane) layers(mb microBatch) error {
 		if c.IsMoE(l) {
 			ffn = "MoE"
 		}
-		err := ln.op("layer", l, func() error {
-			if err := ln.norm("rmsnorm", l, dl.opNorm, 0, 1, T); err != nil {
-				return err
-			}
-			var err error
-			if c.IsAttention(l) {
-				err = ln.attention(dl, l, mb)
-			} else {
-				err = ln.conv(dl, l, mb)
-			}
-			if err != nil {
-				return err
-			}
-			if err := ln.norm("rmsnorm", l, dl.ffnNorm, 0, 1, T); err != nil {
-				return err
-			}
-			if c.IsMoE(l) {
-				return ln.moe(dl, l, T)
-			}
-			return ln.dense(dl, l, T)
-		})
+		var err error
+		if st.hasMixer(l) { // else the previous stage ran it
+			err = ln.op("mixer", l, func() error {
+				if err := ln.norm("rmsnorm", l, dl.opNorm, 0, 1, T); err != nil {
+					return err
+				}
+				if c.IsAttention(l) {
+					return ln.attention(dl, l, mb)
+				}
+				return ln.conv(dl, l, mb)
+			})
+		}
+		if err == nil && st.hasFFN(l) { // else the next stage runs it
+			err = ln.op("feed-forward", l, func() error {
+				if err := ln.norm("rmsnorm", l, dl.ffnNorm, 0, 1, T); err != nil {
+					return err
+				}
+				if c.IsMoE(l) {
+					return ln.moe(dl, l, T)
+				}
+				return ln.dense(dl, l, T)
+			})
+		}
 		if err != nil {
 			return fmt.Errorf("lfm2: %s: layer %d (%s, %s): %w", st.ctx.ID(), l, mixer, ffn, err)
 		}

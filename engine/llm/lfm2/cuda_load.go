@@ -32,13 +32,15 @@ type deviceLayer struct {
 	conv        *cuda.Buffer // f32 conv state [MaxBatch, L-1, H]
 }
 
-// stage is one GPU's part of the model: layers [first, last), plus the
+// stage is one GPU's part of the model: parts [from, to) (see partsOf),
+// which touch layers [first, last), plus the
 // embedding on the first stage and the final norm and LM head on the last.
 type stage struct {
 	m           *CUDAModel
 	ctx         *cuda.Context
 	k           *kernelSet
-	first, last int
+	from, to    int // parts: 2l is layer l's mixer, 2l+1 its feed-forward
+	first, last int // the layers the parts belong to
 	isFirst     bool
 	isLast      bool
 	p2p         bool         // reads the previous stage's memory directly (else through the host)
@@ -75,7 +77,19 @@ func (st *stage) free() error {
 }
 
 // hasMoE reports whether any of the stage's layers is a mixture of experts.
-func (st *stage) hasMoE() bool { return st.m.c.IsMoE(st.last - 1) }
+func (st *stage) hasMoE() bool {
+	for l := st.first; l < st.last; l++ {
+		if st.hasFFN(l) && st.m.c.IsMoE(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasMixer and hasFFN report whether layer l's mixer (with its norm and
+// caches) and its feed-forward (with its norm) are on the stage.
+func (st *stage) hasMixer(l int) bool { return 2*l >= st.from && 2*l < st.to }
+func (st *stage) hasFFN(l int) bool   { return 2*l+1 >= st.from && 2*l+1 < st.to }
 
 // NewCUDA loads the checkpoint onto one GPU. It checks the checkpoint
 // against the config first, and that the model fits in free device memory.
@@ -114,27 +128,30 @@ func newModel(ctxs []*cuda.Context, c *Config, o CUDAOptions, src weightSource) 
 	if len(ctxs) == 0 {
 		return nil, fmt.Errorf("lfm2: no GPU to load the model on")
 	}
-	bounds := []int{0, c.Layers}
+	bounds := []int{0, 2 * c.Layers} // in parts
 	if len(ctxs) > 1 {
-		costs, err := measureLayerCosts(ctxs[0], c, o, len(ctxs))
+		costs, err := measurePartCosts(ctxs[0], c, o, len(ctxs))
 		if err != nil {
 			return nil, err
 		}
-		if bounds, err = splitLayers(costs, len(ctxs)); err != nil {
+		if bounds, err = splitCosts(costs, len(ctxs)); err != nil {
 			return nil, err
 		}
 	}
 	m := &CUDAModel{c: c, o: o}
 	for i, ctx := range ctxs {
-		first, last := bounds[i], bounds[i+1]
+		from, to := bounds[i], bounds[i+1]
+		first, last := from/2, (to+1)/2
+		// A layer split between two stages counts whole on both: a little
+		// more than the stage needs.
 		need := stageBytes(c, o, first, last, i == 0, i == len(ctxs)-1)
 		need.Weights += src.staging(c, first, last)
-		what := fmt.Sprintf("the %s layers %d-%d of %s", o.DType, first, last-1, c.ModelType)
+		what := fmt.Sprintf("the %s %s of %s", o.DType, partsString(from, to), c.ModelType)
 		if err := checkFits(ctx, need, what, len(ctxs)); err != nil {
 			m.Close()
 			return nil, fmt.Errorf("%w%s", err, fitHint(c, o, ctxs, ctx))
 		}
-		st, err := newStage(m, ctx, first, last, i == 0, i == len(ctxs)-1, src)
+		st, err := newStage(m, ctx, from, to, i == 0, i == len(ctxs)-1, src)
 		if st != nil {
 			m.stages = append(m.stages, st)
 		}
@@ -155,7 +172,7 @@ func fitHint(c *Config, o CUDAOptions, ctxs []*cuda.Context, ctx *cuda.Context) 
 		return ""
 	}
 	for g := len(ctxs) + 1; g <= min(c.Layers, 16); g++ {
-		bounds, err := splitLayers(sizeCosts(c, o), g)
+		bounds, err := splitCosts(sizeCosts(c, o), g)
 		if err != nil {
 			return ""
 		}
@@ -184,10 +201,10 @@ func sizeCosts(c *Config, o CUDAOptions) []float64 {
 	return out
 }
 
-// newStage allocates a stage of layers [first, last) on ctx and fills its
+// newStage allocates a stage of parts [from, to) on ctx and fills its
 // weights from src. On error the stage returned (if any) holds what was
 // allocated, for the caller to free.
-func newStage(m *CUDAModel, ctx *cuda.Context, first, last int, isFirst, isLast bool, src weightSource) (*stage, error) {
+func newStage(m *CUDAModel, ctx *cuda.Context, from, to int, isFirst, isLast bool, src weightSource) (*stage, error) {
 	c, o := m.c, m.o
 	k, err := compileKernels(ctx, c, o)
 	if err != nil {
@@ -198,7 +215,7 @@ func newStage(m *CUDAModel, ctx *cuda.Context, first, last int, isFirst, isLast 
 		return nil, fmt.Errorf("lfm2: MoE path %q needs bf16, compute capability 9.0 and hidden and expert sizes that are multiples of 8; "+
 			"%s is %s, dtype %s, hidden %d, expert width %d", MoEWgmma, ctx.ID(), p.ComputeCapability, o.DType, c.Hidden, c.MoEIntermediate)
 	}
-	st := &stage{m: m, ctx: ctx, k: k, first: first, last: last, isFirst: isFirst, isLast: isLast}
+	st := &stage{m: m, ctx: ctx, k: k, from: from, to: to, first: from / 2, last: (to + 1) / 2, isFirst: isFirst, isLast: isLast}
 	pieces, err := st.allocWeights()
 	if err != nil {
 		return st, err
@@ -289,28 +306,33 @@ func (st *stage) allocWeights() ([]piece, error) {
 	for l := st.first; l < st.last; l++ {
 		dl, p := &st.layers[l-st.first], fmt.Sprintf("model.layers.%d.", l)
 		what := func(s string) string { return fmt.Sprintf("layer %d %s", l, s) }
-		buf(&dl.opNorm, true, what("operator_norm"), part{p + "operator_norm.weight", h})
-		buf(&dl.ffnNorm, true, what("ffn_norm"), part{p + "ffn_norm.weight", h})
-		if c.IsAttention(l) {
-			a, q, kv := p+"self_attn.", int64(c.Heads)*hd, int64(c.KVHeads)*hd
-			buf(&dl.qkv, false, what("q|k|v"), part{a + "q_proj.weight", q * h}, part{a + "k_proj.weight", kv * h}, part{a + "v_proj.weight", kv * h})
-			buf(&dl.o, false, what("out_proj"), part{a + "out_proj.weight", h * q})
-			buf(&dl.qNorm, true, what("q_layernorm"), part{a + "q_layernorm.weight", hd})
-			buf(&dl.kNorm, true, what("k_layernorm"), part{a + "k_layernorm.weight", hd})
-			if err == nil {
-				cache := int64(o.MaxBatch) * kv * int64(o.MaxSeq)
-				if dl.k, err = st.alloc(what("K cache"), cache, 4); err == nil {
-					dl.v, err = st.alloc(what("V cache"), cache, 4)
+		if st.hasMixer(l) { // else on the previous stage
+			buf(&dl.opNorm, true, what("operator_norm"), part{p + "operator_norm.weight", h})
+			if c.IsAttention(l) {
+				a, q, kv := p+"self_attn.", int64(c.Heads)*hd, int64(c.KVHeads)*hd
+				buf(&dl.qkv, false, what("q|k|v"), part{a + "q_proj.weight", q * h}, part{a + "k_proj.weight", kv * h}, part{a + "v_proj.weight", kv * h})
+				buf(&dl.o, false, what("out_proj"), part{a + "out_proj.weight", h * q})
+				buf(&dl.qNorm, true, what("q_layernorm"), part{a + "q_layernorm.weight", hd})
+				buf(&dl.kNorm, true, what("k_layernorm"), part{a + "k_layernorm.weight", hd})
+				if err == nil {
+					cache := int64(o.MaxBatch) * kv * int64(o.MaxSeq)
+					if dl.k, err = st.alloc(what("K cache"), cache, 4); err == nil {
+						dl.v, err = st.alloc(what("V cache"), cache, 4)
+					}
+				}
+			} else {
+				buf(&dl.inProj, false, what("in_proj"), part{p + "conv.in_proj.weight", 3 * h * h})
+				buf(&dl.outProj, false, what("out_proj"), part{p + "conv.out_proj.weight", h * h})
+				buf(&dl.convW, true, what("conv"), part{p + "conv.conv.weight", h * int64(c.ConvL)})
+				if err == nil {
+					dl.conv, err = st.alloc(what("conv state"), int64(o.MaxBatch)*int64(c.ConvL-1)*h, 4)
 				}
 			}
-		} else {
-			buf(&dl.inProj, false, what("in_proj"), part{p + "conv.in_proj.weight", 3 * h * h})
-			buf(&dl.outProj, false, what("out_proj"), part{p + "conv.out_proj.weight", h * h})
-			buf(&dl.convW, true, what("conv"), part{p + "conv.conv.weight", h * int64(c.ConvL)})
-			if err == nil {
-				dl.conv, err = st.alloc(what("conv state"), int64(o.MaxBatch)*int64(c.ConvL-1)*h, 4)
-			}
 		}
+		if !st.hasFFN(l) { // on the next stage
+			continue
+		}
+		buf(&dl.ffnNorm, true, what("ffn_norm"), part{p + "ffn_norm.weight", h})
 		ff := p + "feed_forward."
 		if !c.IsMoE(l) {
 			i := int64(c.Intermediate)

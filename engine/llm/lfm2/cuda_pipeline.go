@@ -10,13 +10,13 @@ import (
 	"gpulab/engine/cuda"
 )
 
-// splitLayers cuts costs (one per layer) into g contiguous, non-empty
-// stages so that the costliest stage is as cheap as possible, and returns
-// the g+1 boundaries: stage i has layers [bounds[i], bounds[i+1]).
-func splitLayers(costs []float64, g int) ([]int, error) {
+// splitCosts cuts costs (one per layer, or per part) into g contiguous,
+// non-empty stages so that the costliest stage is as cheap as possible,
+// and returns the g+1 boundaries: stage i has [bounds[i], bounds[i+1]).
+func splitCosts(costs []float64, g int) ([]int, error) {
 	n := len(costs)
 	if g < 1 || g > n {
-		return nil, fmt.Errorf("lfm2: cannot split %d layers over %d GPUs", n, g)
+		return nil, fmt.Errorf("lfm2: cannot split %d layers or parts over %d GPUs", n, g)
 	}
 	prefix := make([]float64, n+1)
 	for i, c := range costs {
@@ -54,15 +54,17 @@ func splitLayers(costs []float64, g int) ([]int, error) {
 // probeSeq is the sequence length of the micro-batch that times the layers.
 const probeSeq = 32
 
-// measureLayerCosts times one layer of each kind (conv or attention, dense
-// or MoE) on ctx, with random weights, over a micro-batch of the size a
+// measurePartCosts times one layer of each kind (conv or attention, dense
+// or MoE) on ctx, with random weights, over micro-batches of the size a
 // prefill of MaxBatch sequences gets on a pipeline of stages GPUs (see
-// microBatches), and returns each layer's cost in seconds, the fastest of
-// two runs; the LM head's is added to the last layer. The size matters:
-// the MoE layers' share of the time grows as micro-batches shrink (an
-// expert's rows fill fewer tiles), and a split measured on larger ones
-// left a 2-GPU pipeline's second stage 12% busier than its first.
-func measureLayerCosts(ctx *cuda.Context, c *Config, o CUDAOptions, stages int) ([]float64, error) {
+// microBatches), and returns the cost of each part of the model (2l: layer
+// l's mixer, 2l+1 its feed-forward; see StageInfo) in seconds, the fastest
+// of two runs; the LM head's is added to the last part. The size matters:
+// the MoE layers' share of the time grows as micro-batches shrink (each
+// micro-batch streams every expert's weights). Whole layers are too coarse
+// to balance the 8B model on two GPUs: with 12 layers each, the stage with
+// the two dense layers was 9% less busy (123 against 135 ms).
+func measurePartCosts(ctx *cuda.Context, c *Config, o CUDAOptions, stages int) ([]float64, error) {
 	probe := *c
 	probe.Layers, probe.DenseLayers = 4, 2
 	probe.LayerTypes = []string{Conv, Attention, Conv, Attention}
@@ -107,8 +109,8 @@ func measureLayerCosts(ctx *cuda.Context, c *Config, o CUDAOptions, stages int) 
 			prof = p
 			continue
 		}
-		for i, d := range p.Layers {
-			prof.Layers[i] = min(prof.Layers[i], d)
+		for i, d := range p.Parts {
+			prof.Parts[i] = min(prof.Parts[i], d)
 		}
 		prof.Head = min(prof.Head, p.Head)
 	}
@@ -122,11 +124,12 @@ func measureLayerCosts(ctx *cuda.Context, c *Config, o CUDAOptions, stages int) 
 		}
 		return k
 	}
-	costs := make([]float64, c.Layers)
-	for l := range costs {
-		costs[l] = prof.Layers[kind(l)].Seconds()
+	costs := make([]float64, 2*c.Layers)
+	for l := range c.Layers {
+		k := kind(l)
+		costs[2*l], costs[2*l+1] = prof.Parts[2*k].Seconds(), prof.Parts[2*k+1].Seconds()
 	}
-	costs[c.Layers-1] += prof.Head.Seconds()
+	costs[len(costs)-1] += prof.Head.Seconds()
 	return costs, nil
 }
 

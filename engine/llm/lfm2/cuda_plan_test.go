@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestSplitLayers(t *testing.T) {
+func TestSplitCosts(t *testing.T) {
 	for _, tc := range []struct {
 		costs []float64
 		g     int
@@ -21,14 +21,30 @@ func TestSplitLayers(t *testing.T) {
 		{[]float64{1, 1, 1, 1, 1, 5}, 2, []int{0, 5, 6}},
 		{[]float64{3, 1, 1, 1, 3, 3}, 3, []int{0, 2, 5, 6}}, // by cost, not by count: 4, 5, 3
 	} {
-		got, err := splitLayers(tc.costs, tc.g)
+		got, err := splitCosts(tc.costs, tc.g)
 		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("splitLayers(%v, %d) = %v, %v; want %v", tc.costs, tc.g, got, err, tc.want)
+			t.Errorf("splitCosts(%v, %d) = %v, %v; want %v", tc.costs, tc.g, got, err, tc.want)
 		}
 	}
 	for _, g := range []int{0, 5} {
-		if _, err := splitLayers([]float64{1, 1, 1, 1}, g); err == nil || !strings.Contains(err.Error(), "4 layers") {
+		if _, err := splitCosts([]float64{1, 1, 1, 1}, g); err == nil || !strings.Contains(err.Error(), "4 layers") {
 			t.Errorf("splitLayers over %d GPUs: %v, want an error naming the layers", g, err)
+		}
+	}
+}
+
+func TestPartsString(t *testing.T) {
+	for _, tc := range []struct {
+		from, to int
+		want     string
+	}{
+		{0, 48, "layers 0-23"}, {0, 25, "layers 0-11 and the mixer of layer 12"},
+		{25, 48, "the feed-forward of layer 12 and layers 13-23"}, {8, 10, "layer 4"},
+		{9, 10, "the feed-forward of layer 4"}, {8, 9, "the mixer of layer 4"},
+		{9, 13, "the feed-forward of layer 4 and layer 5 and the mixer of layer 6"},
+	} {
+		if got := partsString(tc.from, tc.to); got != tc.want {
+			t.Errorf("partsString(%d, %d) = %q, want %q", tc.from, tc.to, got, tc.want)
 		}
 	}
 }
@@ -62,7 +78,7 @@ func TestStageBytes8B(t *testing.T) {
 		t.Errorf("%v: does not fit an H100", b)
 	}
 	// Split in two by size, each half holds about half.
-	bounds, err := splitLayers(sizeCosts(c, o), 2)
+	bounds, err := splitCosts(sizeCosts(c, o), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,9 +86,11 @@ type Profile struct {
 	// lanes and stages, slowest first. Lanes overlap, so the sum can exceed
 	// Wall.
 	Kernels []KernelTime
-	// Layers is each layer's time, summed over micro-batches; Head is the
-	// final norm, LM head and argmax.
+	// Layers is each layer's time, summed over micro-batches; Parts the
+	// same, part by part (2l: layer l's mixer, 2l+1 its feed-forward); Head
+	// is the final norm, LM head and argmax.
 	Layers []time.Duration
+	Parts  []time.Duration
 	Head   time.Duration
 	// Timeline is every micro-batch on every stage and lane, for a Gantt
 	// chart of the pipeline. Times count from the start of the run on each
@@ -105,11 +107,11 @@ type KernelTime struct {
 
 // Span is one micro-batch's work on one lane of one stage.
 type Span struct {
-	Device           string
-	Stage, Lane      int
-	MicroBatch       int
-	Start, End       time.Duration
-	FirstLayer, Last int // the stage's layers [FirstLayer, Last)
+	Device      string
+	Stage, Lane int
+	MicroBatch  int
+	Start, End  time.Duration
+	From, To    int // the stage's parts [From, To) (see StageInfo)
 }
 
 // profiled runs f with every lane timed and returns the profile.
@@ -145,7 +147,7 @@ func (m *CUDAModel) profiled(f func() error) (*Profile, error) {
 	if err := m.synchronize(); err != nil {
 		return nil, err
 	}
-	prof := &Profile{Wall: time.Since(start), Layers: make([]time.Duration, m.c.Layers)}
+	prof := &Profile{Wall: time.Since(start), Layers: make([]time.Duration, m.c.Layers), Parts: make([]time.Duration, 2*m.c.Layers)}
 	byName := map[string]*KernelTime{}
 	for si, st := range m.stages {
 		for li, ln := range st.lanes {
@@ -161,9 +163,14 @@ func (m *CUDAModel) profiled(f func() error) (*Profile, error) {
 				switch {
 				case sp.name == "micro-batch":
 					prof.Timeline = append(prof.Timeline, Span{Device: st.ctx.ID(), Stage: si, Lane: li, MicroBatch: sp.mb,
-						Start: t0, End: t1, FirstLayer: st.first, Last: st.last})
-				case sp.name == "layer":
+						Start: t0, End: t1, From: st.from, To: st.to})
+				case sp.name == "mixer" || sp.name == "feed-forward":
 					prof.Layers[sp.layer] += t1 - t0
+					part := 2 * sp.layer
+					if sp.name == "feed-forward" {
+						part++
+					}
+					prof.Parts[part] += t1 - t0
 				default:
 					if sp.layer < 0 && sp.name != "embedding" {
 						prof.Head += t1 - t0

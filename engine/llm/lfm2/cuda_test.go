@@ -281,11 +281,11 @@ func TestCUDAPipeline(t *testing.T) {
 	one := newCUDATest(t, ctxs[:1], c, ck, o)
 	split := newCUDATest(t, ctxs, c, ck, o)
 	stages := split.Stages()
-	if len(stages) != len(ctxs) || stages[0].First != 0 || stages[len(stages)-1].Last != c.Layers {
+	if len(stages) != len(ctxs) || stages[0].From != 0 || stages[len(stages)-1].To != 2*c.Layers {
 		t.Fatalf("stages %+v", stages)
 	}
 	for i := 1; i < len(stages); i++ {
-		if stages[i].First != stages[i-1].Last || stages[i].First >= stages[i].Last {
+		if stages[i].From != stages[i-1].To || stages[i].From >= stages[i].To {
 			t.Fatalf("stages %+v", stages)
 		}
 	}

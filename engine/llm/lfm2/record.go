@@ -89,7 +89,7 @@ func OpTimes(p *Profile) []OpTime {
 type StageTime struct {
 	Stage   int     `json:"stage"`
 	Device  string  `json:"device"`
-	Layers  string  `json:"layers"` // "first-last", inclusive
+	Parts   string  `json:"parts"` // its layers, e.g. "layers 0-11 and the mixer of layer 12"
 	BusyMS  float64 `json:"busy_ms"`
 	FirstMS float64 `json:"first_ms"`
 	LastMS  float64 `json:"last_ms"`
@@ -120,7 +120,7 @@ func StageTimes(p *Profile) []StageTime {
 		}
 		busy += end - start
 		out = append(out, StageTime{Stage: stage, Device: spans[0].Device,
-			Layers: fmt.Sprintf("%d-%d", spans[0].FirstLayer, spans[0].Last-1),
+			Parts:  partsString(spans[0].From, spans[0].To),
 			BusyMS: ms(busy), FirstMS: ms(spans[0].Start), LastMS: ms(last)})
 	}
 	slices.SortFunc(out, func(a, b StageTime) int { return cmp.Compare(a.Stage, b.Stage) })

@@ -53,16 +53,16 @@ func TestOpTimes(t *testing.T) {
 func TestStageTimes(t *testing.T) {
 	at := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 	p := &Profile{Timeline: []Span{
-		{Device: "cuda:1", Stage: 1, Lane: 0, Start: at(4), End: at(9), FirstLayer: 13, Last: 24},
-		{Device: "cuda:0", Stage: 0, Lane: 0, Start: at(0), End: at(4), FirstLayer: 0, Last: 13},
-		{Device: "cuda:0", Stage: 0, Lane: 1, Start: at(1), End: at(6), FirstLayer: 0, Last: 13},  // overlaps lane 0
-		{Device: "cuda:0", Stage: 0, Lane: 0, Start: at(5), End: at(7), FirstLayer: 0, Last: 13},  // inside lane 1, then past it
-		{Device: "cuda:0", Stage: 0, Lane: 1, Start: at(8), End: at(10), FirstLayer: 0, Last: 13}, // after a gap of 1
-		{Device: "cuda:1", Stage: 1, Lane: 1, Start: at(10), End: at(12), FirstLayer: 13, Last: 24},
+		{Device: "cuda:1", Stage: 1, Lane: 0, Start: at(4), End: at(9), From: 25, To: 48},
+		{Device: "cuda:0", Stage: 0, Lane: 0, Start: at(0), End: at(4), From: 0, To: 25},
+		{Device: "cuda:0", Stage: 0, Lane: 1, Start: at(1), End: at(6), From: 0, To: 25},  // overlaps lane 0
+		{Device: "cuda:0", Stage: 0, Lane: 0, Start: at(5), End: at(7), From: 0, To: 25},  // inside lane 1, then past it
+		{Device: "cuda:0", Stage: 0, Lane: 1, Start: at(8), End: at(10), From: 0, To: 25}, // after a gap of 1
+		{Device: "cuda:1", Stage: 1, Lane: 1, Start: at(10), End: at(12), From: 25, To: 48},
 	}}
 	want := []StageTime{
-		{Stage: 0, Device: "cuda:0", Layers: "0-12", BusyMS: 9, FirstMS: 0, LastMS: 10},
-		{Stage: 1, Device: "cuda:1", Layers: "13-23", BusyMS: 7, FirstMS: 4, LastMS: 12},
+		{Stage: 0, Device: "cuda:0", Parts: "layers 0-11 and the mixer of layer 12", BusyMS: 9, FirstMS: 0, LastMS: 10},
+		{Stage: 1, Device: "cuda:1", Parts: "the feed-forward of layer 12 and layers 13-23", BusyMS: 7, FirstMS: 4, LastMS: 12},
 	}
 	got := StageTimes(p)
 	if len(got) != len(want) {
@@ -70,7 +70,7 @@ func TestStageTimes(t *testing.T) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.Stage != w.Stage || g.Device != w.Device || g.Layers != w.Layers ||
+		if g.Stage != w.Stage || g.Device != w.Device || g.Parts != w.Parts ||
 			math.Abs(g.BusyMS-w.BusyMS) > 1e-9 || math.Abs(g.FirstMS-w.FirstMS) > 1e-9 || math.Abs(g.LastMS-w.LastMS) > 1e-9 {
 			t.Errorf("stage %d: got %+v, want %+v", i, g, w)
 		}
