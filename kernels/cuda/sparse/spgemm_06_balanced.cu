@@ -3,8 +3,8 @@
 //
 // Idea, first: step 04's symbolic pass spends its time finding where each
 // row of B enters each window, once per entry of A and window. Here one
-// symbolic block counts SYMBOLIC_SPAN = 4 windows (a bitmap of 4·WINDOW bits
-// is only 8 KiB), so each entry is searched a quarter as often; the numeric
+// symbolic block counts SYMBOLIC_SPAN = 16 windows (a bitmap of 16·WINDOW
+// bits is 16 KiB), so each entry is searched a sixteenth as often; the numeric
 // pass, whose accumulator must fit in shared memory, keeps one window a
 // block. Second: in step 04 a window block gives each warp whole entries
 // a_ik of A's row, and the warp walks the stretch of row k of B that falls
@@ -18,10 +18,10 @@
 // spgemm_window.cuh). Only the numeric pass walks this way: the symbolic
 // pass's time is its searches, not its products. The hash-table bins stay as
 // in step 04.
-// Traffic: the same reads of A and B, and a quarter of the symbolic pass's
-// reads of A; the stretch bounds and offsets stay in shared memory (12 bytes
-// per entry of a batch).
-// Cost: four times the symbolic bitmap per block; in the numeric pass a
+// Traffic: the same reads of A and B, and a sixteenth of the symbolic
+// pass's reads of A; the stretch bounds and offsets stay in shared memory
+// (12 bytes per entry of a batch).
+// Cost: sixteen times the symbolic bitmap per block; in the numeric pass a
 // thread's binary search instead of a warp's 32-way probe for long rows of
 // B, a block scan per batch of A's entries, and a binary search of the
 // offsets in shared memory for every product.
