@@ -23,8 +23,9 @@
 // (12 bytes per entry of a batch).
 // Cost: sixteen times the symbolic bitmap per block; in the numeric pass a
 // thread's binary search instead of a warp's 32-way probe for long rows of
-// B, a block scan per batch of A's entries, and a binary search of the
-// offsets in shared memory for every product.
+// B, a block scan per batch of A's entries, and for every product a search
+// of the offsets in shared memory (galloping on from the lane's previous
+// entry: one load while the entry is the same).
 #define WINDOW_BALANCED
 #define SYMBOLIC_SPAN 16  // symbolicSpan in engine/sparse/gpu.go
 #include "sparse/spgemm_04_binned.cu"

@@ -32,8 +32,9 @@
 // thread finds where its row of B enters and leaves the window (two binary
 // searches), a block scan turns the stretch lengths into offsets in one
 // flat list of the batch's products, and warp w takes the w-th equal share
-// of that list, each lane finding its entry by a binary search of the
-// offsets in shared memory. Every thread of the block must call it.
+// of that list, each lane finding its entry in the offsets in shared memory
+// by galloping on from the entry of its previous product. Every thread of
+// the block must call it.
 template <class Source, class F>
 __device__ void balancedWalk(const Source& src, int row, int w0, int w1, F f) {
     __shared__ int first[WINDOW / 32], at[WINDOW / 32];  // per entry: its first product, its start in B
@@ -54,9 +55,15 @@ __device__ void balancedWalk(const Source& src, int row, int w0, int w1, F f) {
         first[threadIdx.x] = off, at[threadIdx.x] = lo, coef[threadIdx.x] = a;
         __syncthreads();
         int share = ((total + warps - 1) / warps + WARP - 1) / WARP * WARP;  // whole rounds of 32
+        int e0 = 0;  // the last entry whose first product is at most j: it only grows with j
         for (int j = warp * share + lane; j < min(total, (warp + 1) * share); j += WARP) {
-            int e0 = 0, e1 = entries;  // the last entry whose first product is at most j
-            while (e1 - e0 > 1) {
+            // Gallop from the previous entry (steps 1, 2, 4, ... while they stay at or
+            // before j), then halve the last step: one shared load when j is still in
+            // the same entry, a few when it moved on, instead of log2(entries)
+            // dependent loads for every product.
+            int step = 1;
+            while (e0 + step < entries && first[e0 + step] <= j) e0 += step, step <<= 1;
+            for (int e1 = min(e0 + step, entries); e1 - e0 > 1;) {
                 int mid = (e0 + e1) >> 1;
                 if (first[mid] <= j)
                     e0 = mid;
