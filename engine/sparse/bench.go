@@ -241,7 +241,7 @@ func rowBlocks(m *CSR, max int) []int32 {
 func init() {
 	bench.Register(bench.Suite{
 		Name:  "spgemm",
-		Doc:   "sparse × sparse, C = A²: CPU Gustavson (serial, parallel), dense accumulator, outer product; CUDA ladder 01–05 against cuSPARSE; flops = 2 × products",
+		Doc:   "sparse × sparse, C = A²: CPU Gustavson (serial, parallel), dense accumulator, outer product; CUDA ladder 01–06 against cuSPARSE; flops = 2 × products",
 		Sizes: spgemmSizes,
 		Cases: spgemmCases,
 	})
