@@ -12,7 +12,9 @@
 // Traffic: the bytes of the bound, now with enough of them in flight.
 // Cost: the row-block array (one int per block of rows, computed once per
 // matrix on the host, like cuSPARSE's SpMV analysis); rows summed serially
-// from shared memory; a long row is reduced by one block.
+// from shared memory; a long row is reduced by one block. Each thread loads
+// its row's bounds before the products, so that the sums do not start with
+// a wait on memory after the barrier.
 #define CAP 1024
 #define THREADS 256
 
@@ -38,15 +40,20 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         }
         return;
     }
+    // The bounds of the first row this thread sums, loaded before the products
+    // so that their latency hides behind them instead of following the barrier.
+    int r = r0 + threadIdx.x, rb = 0, re = 0;
+    if (r < r1) rb = rowPtr[r], re = rowPtr[r + 1];
 #pragma unroll
     for (int k = 0; k < CAP / THREADS; k++) {
         int i = threadIdx.x + k * THREADS;
         if (p0 + i < p1) prod[i] = val[p0 + i] * x[colIdx[p0 + i]];
     }
     __syncthreads();
-    for (int r = r0 + threadIdx.x; r < r1; r += THREADS) {
+    for (; r < r1; r += THREADS) {
+        if (r != r0 + threadIdx.x) rb = rowPtr[r], re = rowPtr[r + 1];  // a block of more rows than threads
         float sum = 0.f;
-        for (int p = rowPtr[r]; p < rowPtr[r + 1]; p++) sum += prod[p - p0];
+        for (int p = rb; p < re; p++) sum += prod[p - p0];
         y[r] = sum;
     }
 }
