@@ -58,8 +58,13 @@ func (s *Stream) Synchronize() error {
 // WaitEvent makes the work queued on s after this call wait until e, as last
 // recorded, has happened; e may belong to another device's context (that is
 // how a pipeline hands work from one GPU to the next). The host does not wait.
+// A nil s is the default stream of e's context.
 func (s *Stream) WaitEvent(e *Event) error {
-	return s.ctx.Do(func() error { return check("cuStreamWaitEvent", cuStreamWaitEvent(s.handle(), e.h, 0)) })
+	ctx := e.ctx
+	if s != nil {
+		ctx = s.ctx
+	}
+	return ctx.Do(func() error { return check("cuStreamWaitEvent", cuStreamWaitEvent(s.handle(), e.h, 0)) })
 }
 
 // Destroy releases the stream once its work is done.

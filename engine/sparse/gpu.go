@@ -60,6 +60,7 @@ type GPUSpGEMM struct {
 	modules map[string]*cuda.Module
 	funcs   map[string]*cuda.Function
 	pool    *pool
+	side    *cuda.Stream // step 06's second stream (see run.alongside), made on first use
 }
 
 // NewGPUSpGEMM prepares the ladder on ctx.
@@ -70,6 +71,7 @@ func NewGPUSpGEMM(ctx *cuda.Context) *GPUSpGEMM {
 
 // Close unloads the compiled modules and frees the pooled memory.
 func (g *GPUSpGEMM) Close() {
+	g.side.Destroy()
 	for _, m := range g.modules {
 		m.Unload()
 	}
@@ -250,11 +252,12 @@ func (m *meter) releaseAll() {
 
 // run is one multiplication: its step, memory meter and timeline.
 type run struct {
-	g     *GPUSpGEMM
-	step  string
-	mem   *meter
-	start *cuda.Event
-	marks []mark
+	g      *GPUSpGEMM
+	step   string
+	mem    *meter
+	start  *cuda.Event
+	marks  []mark
+	events []*cuda.Event // alongside's, destroyed with the marks
 }
 
 type mark struct {
@@ -268,6 +271,50 @@ func (r *run) launch(name string, cfg cuda.LaunchConfig, args ...any) error {
 		return err
 	}
 	return f.Launch(cfg, args...)
+}
+
+// event records a new event on s (nil: the default stream), destroyed with
+// the run.
+func (r *run) event(s *cuda.Stream) (*cuda.Event, error) {
+	e, err := r.g.ctx.NewEvent()
+	if err != nil {
+		return nil, err
+	}
+	r.events = append(r.events, e)
+	return e, e.Record(s)
+}
+
+// alongside queues dense on a second stream and rest on the default one,
+// both after the work queued so far, and makes the default stream wait for
+// both (step 06). The two hold different rows of C, so they can share the
+// GPU: the dense windows are latency bound, and the hash bins' blocks fill
+// the SMs they leave idle, instead of each waiting for the other to finish.
+func (r *run) alongside(dense func(s *cuda.Stream) error, rest func() error) error {
+	if r.g.side == nil {
+		s, err := r.g.ctx.NewStream()
+		if err != nil {
+			return err
+		}
+		r.g.side = s
+	}
+	ready, err := r.event(nil)
+	if err != nil {
+		return err
+	}
+	if err := r.g.side.WaitEvent(ready); err != nil {
+		return err
+	}
+	if err := dense(r.g.side); err != nil {
+		return err
+	}
+	if err := rest(); err != nil {
+		return err
+	}
+	done, err := r.event(r.g.side)
+	if err != nil {
+		return err
+	}
+	return (*cuda.Stream)(nil).WaitEvent(done)
 }
 
 // done closes a phase: everything queued since the previous mark.
@@ -458,6 +505,9 @@ func (g *GPUSpGEMM) Multiply(step string, a, b cuda.CSR) (c cuda.CSR, stats GPUS
 		for _, m := range r.marks {
 			m.ev.Destroy()
 		}
+		for _, e := range r.events {
+			e.Destroy()
+		}
 		r.start.Destroy()
 		if err != nil {
 			r.mem.releaseAll() // C too
@@ -639,14 +689,16 @@ type binLaunch struct {
 	tables []HashTable
 	list   *cuda.Buffer
 	counts []int
-	rows   int // rows of C, the stride between the bins' lists
+	rows   int  // rows of C, the stride between the bins' lists
+	quiet  bool // no phase per bin: the caller closes one for them all
 }
 
 // each calls hash(table, list, n) for every non-empty hash bin and
-// dense(list, n) for the dense bin, and closes a phase per bin.
+// dense(list, n) for the dense bin, and closes a phase per bin. A nil dense
+// leaves the dense bin to the caller.
 func (bl binLaunch) each(pass string, hash func(t HashTable, list cuda.DevicePtr, n int) error, dense func(list cuda.DevicePtr, n int) error) error {
 	for i, n := range bl.counts {
-		if n == 0 {
+		if n == 0 || (i == len(bl.tables) && dense == nil) {
 			continue
 		}
 		list := ptrAt(bl.list, i*bl.rows)
@@ -656,14 +708,15 @@ func (bl binLaunch) each(pass string, hash func(t HashTable, list cuda.DevicePtr
 			t := bl.tables[i]
 			name = fmt.Sprintf("%s: hash %d slots, %d threads", pass, t.Slots, t.Threads)
 			err = hash(t, list, n)
-		} else if dense != nil {
+		} else {
 			name = pass + ": dense"
 			err = dense(list, n)
-		} else {
-			err = fmt.Errorf("sparse: %d rows in the %s pass's dense bin, which it does not have", n, pass)
 		}
 		if err != nil {
 			return err
+		}
+		if bl.quiet {
+			continue
 		}
 		if err := bl.r.done(name, n); err != nil {
 			return err
@@ -704,18 +757,30 @@ func (r *run) hashed(a, b cuda.CSR, c *cuda.CSR, tables []HashTable) error {
 	if err != nil {
 		return err
 	}
-	windowGrid := func(n, y, smem int) cuda.LaunchConfig {
-		return cuda.LaunchConfig{Grid: cuda.Dim3{X: n, Y: y}, Block: cuda.Dim3{X: window / 32}, SharedMem: smem}
+	windowGrid := func(n, y, smem int, s *cuda.Stream) cuda.LaunchConfig {
+		return cuda.LaunchConfig{Grid: cuda.Dim3{X: n, Y: y}, Block: cuda.Dim3{X: window / 32}, SharedMem: smem, Stream: s}
 	}
+	// Step 06 runs each pass's dense bin alongside its hash bins (run.alongside),
+	// and closes one phase for them all.
+	together := r.step == "06_balanced" && dense > 0
 	span := symbolicSpan(r.step)
-	bl := binLaunch{r: r, tables: tables, list: list, counts: counts, rows: a.Rows}
-	err = bl.each("symbolic", func(t HashTable, rows cuda.DevicePtr, n int) error {
+	bl := binLaunch{r: r, tables: tables, list: list, counts: counts, rows: a.Rows, quiet: together}
+	symbolicHash := func(t HashTable, rows cuda.DevicePtr, n int) error {
 		args := append(append([]any{rows}, rowArgs(a, b, false)...), nnz)
 		return r.launch(fmt.Sprintf("hash_symbolic_%d", t.Slots), hashGrid(t, n, 4), args...)
-	}, func(rows cuda.DevicePtr, n int) error {
-		args := append(append([]any{rows}, rowArgs(a, b, false)...), windows, winCount, nnz)
-		return r.launch("window_symbolic", windowGrid(n, (windows+span-1)/span, span*window/8), args...)
-	})
+	}
+	symbolicDense := func(s *cuda.Stream) error {
+		args := append(append([]any{denseList}, rowArgs(a, b, false)...), windows, winCount, nnz)
+		return r.launch("window_symbolic", windowGrid(dense, (windows+span-1)/span, span*window/8, s), args...)
+	}
+	if together {
+		err = r.alongside(symbolicDense, func() error { return bl.each("symbolic", symbolicHash, nil) })
+		if err == nil {
+			err = r.done("symbolic: hash bins alongside the dense windows", a.Rows)
+		}
+	} else {
+		err = bl.each("symbolic", symbolicHash, func(cuda.DevicePtr, int) error { return symbolicDense(nil) })
+	}
 	if err != nil {
 		return err
 	}
@@ -729,7 +794,7 @@ func (r *run) hashed(a, b cuda.CSR, c *cuda.CSR, tables []HashTable) error {
 			return err
 		}
 	}
-	numeric := binLaunch{r: r, tables: tables, rows: a.Rows}
+	numeric := binLaunch{r: r, tables: tables, rows: a.Rows, quiet: together}
 	if numeric.list, numeric.counts, err = r.bins(nnz, a.Rows, tables); err != nil {
 		return err
 	}
@@ -737,18 +802,33 @@ func (r *run) hashed(a, b cuda.CSR, c *cuda.CSR, tables []HashTable) error {
 		return err
 	}
 	out := []any{c.RowPtr, c.ColIdx, c.Val}
-	err = numeric.each("numeric", func(t HashTable, rows cuda.DevicePtr, n int) error {
-		args := append(append([]any{rows}, rowArgs(a, b, true)...), append(out, cuda.DevicePtr(0))...)
-		return r.launch(fmt.Sprintf("hash_numeric_%d", t.Slots), hashGrid(t, n, 8), args...)
-	}, nil)
-	if err != nil || dense == 0 {
-		return err
+	numericHash := func() error { // the dense rows were zeroed: they are in no bin here
+		return numeric.each("numeric", func(t HashTable, rows cuda.DevicePtr, n int) error {
+			args := append(append([]any{rows}, rowArgs(a, b, true)...), append(out, cuda.DevicePtr(0))...)
+			return r.launch(fmt.Sprintf("hash_numeric_%d", t.Slots), hashGrid(t, n, 8), args...)
+		}, nil)
 	}
-	args := append(append([]any{denseList}, rowArgs(a, b, true)...), winCount)
-	if err := r.launch("window_numeric", windowGrid(dense, windows, 4*window+window/8), append(args, out...)...); err != nil {
-		return err
+	numericDense := func(s *cuda.Stream) error {
+		args := append(append([]any{denseList}, rowArgs(a, b, true)...), winCount)
+		return r.launch("window_numeric", windowGrid(dense, windows, 4*window+window/8, s), append(args, out...)...)
 	}
-	return r.done("numeric: dense windows", dense)
+	switch {
+	case together:
+		if err := r.alongside(numericDense, numericHash); err != nil {
+			return err
+		}
+		return r.done("numeric: hash bins alongside the dense windows", a.Rows)
+	case dense == 0:
+		return numericHash()
+	default:
+		if err := numericHash(); err != nil {
+			return err
+		}
+		if err := numericDense(nil); err != nil {
+			return err
+		}
+		return r.done("numeric: dense windows", dense)
+	}
 }
 
 // symbolicSpan is how many windows one block of the symbolic pass counts:
