@@ -17,7 +17,9 @@
 // and each warp takes an equal share of the list (balancedWalk in
 // spgemm_window.cuh). Only the numeric pass walks this way: the symbolic
 // pass's time is its searches, not its products. The hash-table bins stay as
-// in step 04.
+// in step 04, but the host runs each pass's dense bin on a second stream
+// alongside them (engine/sparse, run.alongside): the window blocks are
+// latency bound, and the hash bins' blocks use the issue slots they leave.
 // Traffic: the same reads of A and B, and a sixteenth of the symbolic
 // pass's reads of A; the stretch bounds and offsets stay in shared memory
 // (12 bytes per entry of a batch).
