@@ -49,28 +49,18 @@ wgmma_bf16(int M, int N, int K, const __grid_constant__ TensorMap tmA, const __g
     const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int tiles = (K + BK - 1) / BK;
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < STAGES; ++i) {
-            bar_init(&s.full[i], 1);
-            bar_init(&s.empty[i], CONSUMERS * 128);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    if (threadIdx.x == 0) ring_init<STAGES>(s.full, s.empty, CONSUMERS * 128);
     __syncthreads();
 
     if (wg == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (t == 0) {
-            for (int kt = 0; kt < tiles; ++kt) {
-                int st = kt % STAGES;
-                if (kt >= STAGES) bar_wait(&s.empty[st], ((kt / STAGES) - 1) & 1);
-                bar_expect(&s.full[st], (BM + BN) * BK * sizeof(bf16));
+        if (t == 0)
+            ring_produce<STAGES>(s.full, s.empty, tiles, (BM + BN) * BK * sizeof(bf16), [&](int st, int kt) {
                 tma_load(s.a[st], &tmA, kt * BK, m0, &s.full[st]);
 #pragma unroll
                 for (int j = 0; j < BN / 64; ++j)  // B: four 64-column boxes of 64 k-rows
                     tma_load(&s.b[st][j * 64 * BK], &tmB, n0 + 64 * j, kt * BK, &s.full[st]);
-            }
-        }
+            });
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
@@ -78,20 +68,11 @@ wgmma_bf16(int M, int N, int K, const __grid_constant__ TensorMap tmA, const __g
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.f;
     const int rowOff = (wg - 1) * 64;
-    for (int kt = 0; kt < tiles; ++kt) {
-        int st = kt % STAGES;
-        bar_wait(&s.full[st], (kt / STAGES) & 1);
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    ring_consume<STAGES>(s.full, s.empty, tiles, [&](int st) {
 #pragma unroll
         for (int k = 0; k < BK / 16; ++k)
             wgmma_64x256<1>(d, desc(&s.a[st][rowOff * BK + k * 16]), desc_mn(&s.b[st][k * 16 * 64]));
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        // Keep this k-step's wgmmas in flight; once the previous k-step's
-        // are done, its buffer goes back to the producer.
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-        if (kt > 0) bar_arrive(&s.empty[(kt - 1) % STAGES]);
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    });
     // Accumulator layout of m64nNk16: thread t of the warpgroup holds, for each
     // 8-column chunk c, rows 16·warp + lane/4 (+8) and columns 8c + 2·(lane%4) (+1).
     const int w = t / 32, l = t % 32;

@@ -1,6 +1,7 @@
 // Hopper building blocks shared by the wgmma kernels (gemm step 12 and the
-// LFM2 experts' grouped GEMM): tensor maps, mbarriers, TMA copies, shared-
-// memory descriptors for 128-byte swizzled tiles, and the 64×256×16 wgmma.
+// LFM2 experts' grouped GEMM): tensor maps, mbarriers, TMA copies, the
+// producer/consumer ring of stages, shared-memory descriptors for 128-byte
+// swizzled tiles, and the 64×256×16 wgmma.
 // sm_90a only. Step 12's header comment explains how the pieces fit.
 #pragma once
 #include <cuda_bf16.h>
@@ -45,6 +46,51 @@ __device__ __forceinline__ void bar_expect(unsigned long long* b, unsigned bytes
 __device__ __forceinline__ void tma_load(bf16* dst, const TensorMap* tm, int c, int r, unsigned long long* b) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
                  ::"r"(smem(dst)), "l"(tm), "r"(smem(b)), "r"(c), "r"(r) : "memory");
+}
+
+// The ring of STAGES shared-memory buffers between a producer thread, which
+// fills them with TMA, and the consumer warpgroups, which multiply out of
+// them. Stage kt % STAGES holds k-step kt; full[st] completes when its
+// bytes have landed, empty[st] when every consumer thread is done with it.
+// ring_init sets the barriers up (one thread; a __syncthreads must follow).
+template <int STAGES>
+__device__ __forceinline__ void ring_init(unsigned long long* full, unsigned long long* empty, unsigned consumerThreads) {
+    for (int i = 0; i < STAGES; ++i) {
+        bar_init(&full[i], 1);
+        bar_init(&empty[i], consumerThreads);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// ring_produce: for each of the tiles k-steps, wait until its stage is
+// free, announce its bytes on full[st], and call load(st, kt), which issues
+// the TMA copies that complete on full[st]. One thread runs it.
+template <int STAGES, class Load>
+__device__ __forceinline__ void ring_produce(unsigned long long* full, unsigned long long* empty, int tiles, unsigned bytes, Load load) {
+    for (int kt = 0; kt < tiles; ++kt) {
+        int st = kt % STAGES;
+        if (kt >= STAGES) bar_wait(&empty[st], ((kt / STAGES) - 1) & 1);
+        bar_expect(&full[st], bytes);
+        load(st, kt);
+    }
+}
+
+// ring_consume: for each k-step, a consumer warpgroup waits for its stage,
+// calls mma(st) (its wgmmas on that stage), and commits them. It keeps one
+// k-step's wgmmas in flight: once the previous k-step's are done, that
+// buffer goes back to the producer. It returns with every wgmma finished.
+template <int STAGES, class Mma>
+__device__ __forceinline__ void ring_consume(unsigned long long* full, unsigned long long* empty, int tiles, Mma mma) {
+    for (int kt = 0; kt < tiles; ++kt) {
+        int st = kt % STAGES;
+        bar_wait(&full[st], (kt / STAGES) & 1);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        mma(st);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        if (kt > 0) bar_arrive(&empty[(kt - 1) % STAGES]);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 }
 
 // wgmma_64x256 accumulates A (64×16, K-major, descriptor da) times B (16×256,

@@ -83,46 +83,29 @@ __device__ __forceinline__ bool tile_product(Smem& s, const TensorMap* tmA, cons
     const int wg = threadIdx.x / 128, t = threadIdx.x % 128, tiles = (K + BK - 1) / BK;
     if (wg == 0) {  // producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (t == 0) {
-            for (int kt = 0; kt < tiles; ++kt) {
-                int st = kt % STAGES;
-                if (kt >= STAGES) bar_wait(&s.empty[st], ((kt / STAGES) - 1) & 1);
-                bar_expect(&s.full[st], (BM + BN) * BK * sizeof(bf16));
+        if (t == 0)
+            ring_produce<STAGES>(s.full, s.empty, tiles, (BM + BN) * BK * sizeof(bf16), [&](int st, int kt) {
                 tma_load(s.a[st], tmA, kt * BK, s.row0, &s.full[st]);
                 tma_load(s.w[st], tmW, kt * BK, w0, &s.full[st]);
                 tma_load(&s.w[st][128 * BK], tmW, kt * BK, w1, &s.full[st]);
-            }
-        }
+            });
         return false;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.f;
     const int rowOff = (wg - 1) * 64;
-    for (int kt = 0; kt < tiles; ++kt) {
-        int st = kt % STAGES;
-        bar_wait(&s.full[st], (kt / STAGES) & 1);
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    ring_consume<STAGES>(s.full, s.empty, tiles, [&](int st) {
 #pragma unroll
         for (int k = 0; k < BK / 16; ++k) wgmma_64x256<0>(d, desc(&s.a[st][rowOff * BK + k * 16]), desc(&s.w[st][k * 16]));
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-        if (kt > 0) bar_arrive(&s.empty[(kt - 1) % STAGES]);
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    });
     return true;
 }
 
 // setup initializes the barriers and finds the block's tile; false: the
 // block is past the last tile.
 __device__ __forceinline__ bool setup(Smem& s, const int* meta, int E) {
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < STAGES; ++i) {
-            bar_init(&s.full[i], 1);
-            bar_init(&s.empty[i], CONSUMERS * 128);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    if (threadIdx.x == 0) ring_init<STAGES>(s.full, s.empty, CONSUMERS * 128);
     if (threadIdx.x < 32) find_tile(meta, E, blockIdx.y, threadIdx.x, s);
     __syncthreads();
     return s.e >= 0;
