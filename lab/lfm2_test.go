@@ -189,6 +189,8 @@ func TestLFM2Errors(t *testing.T) {
 		{[]string{"bench", "--model", dir, "--decode", "2", "--decode-batch", "1,0"}, 2, `"0" is not a positive batch size`},
 		{[]string{"bench", "--model", dir, "--reps", "0"}, 2, "want positive sizes"},
 		{[]string{"bench", "--model", dir, "--micro-tokens", "-1"}, 2, "--micro-tokens -1"},
+		{[]string{"bench", "--model", dir, "--moe", "wgmma"}, 2, "--moe picks the CUDA engine's MoE path"},
+		{[]string{"bench", "--model", dir, "--device", "cuda:0", "--moe", "fastest"}, 2, `--moe "fastest"`},
 		{[]string{"frobnicate"}, 2, `unknown subcommand "frobnicate"`},
 	} {
 		code, _, errs := lab(append([]string{"lfm2"}, tc.args...)...)

@@ -89,6 +89,8 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"bench", "copy", "--size", "huge"}, "size \"huge\""},
 		{[]string{"bench"}, "no suite"},
 		{[]string{"devices", "extra"}, "unexpected"},
+		{[]string{"p2p", "--size", "lots"}, `size "lots"`},
+		{[]string{"p2p", "extra"}, "unexpected"},
 	} {
 		code, _, errs := lab(tc.args...)
 		if code == 0 || !strings.Contains(errs, tc.want) {
