@@ -503,3 +503,56 @@ func fromBF16(s []uint16) []float32 {
 	}
 	return out
 }
+
+// TestCuSPARSESpMV multiplies a small CSR matrix with an empty row and a
+// column count that differs from the row count, both cuSPARSE algorithms,
+// against the product computed here; mismatched vectors are an error.
+func TestCuSPARSESpMV(t *testing.T) {
+	c := gpu(t)
+	sp, err := c.NewSparse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Destroy()
+	rows, cols := 5, 7
+	rowPtr := []int32{0, 2, 2, 5, 6, 8} // row 1 is empty
+	colIdx := []int32{0, 6, 1, 3, 5, 2, 0, 4}
+	val := []float32{1, -2, 3, 0.5, 4, -1, 2, 8}
+	x := []float32{1, 2, 3, 4, 5, 6, 7}
+	want := make([]float32, rows)
+	for i := range rows {
+		for p := rowPtr[i]; p < rowPtr[i+1]; p++ {
+			want[i] += val[p] * x[colIdx[p]]
+		}
+	}
+	a := CSR{Rows: rows, Cols: cols, NNZ: len(val)}
+	a.RowPtr, _ = Upload(c, rowPtr)
+	a.ColIdx, _ = Upload(c, colIdx)
+	a.Val, _ = Upload(c, val)
+	defer a.Free()
+	dx, _ := Upload(c, x)
+	dy, _ := AllocSlice[float32](c, rows)
+	for _, alg := range []SpMVAlg{SpMVCSRAlg1, SpMVCSRAlg2} {
+		p, err := sp.NewSpMV(a, dx, dy, alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dy.Memset(0xff, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Download[float32](dy, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := maxRelErr(got, want); e > 1e-6 {
+			t.Errorf("algorithm %d: got %v, want %v", alg, got, want)
+		}
+		p.Destroy()
+	}
+	if _, err := sp.NewSpMV(a, dy, dy, SpMVCSRAlg1); err == nil || !strings.Contains(err.Error(), "5×7") {
+		t.Errorf("x of 5 values for 7 columns: %v", err)
+	}
+}

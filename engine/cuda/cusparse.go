@@ -21,6 +21,11 @@ var (
 	cusparseSpGEMMWorkEstim  func(h uintptr, opA, opB int32, alpha unsafe.Pointer, a, b uintptr, beta unsafe.Pointer, c uintptr, compute, alg int32, d uintptr, size *uint64, buf uint64) int32
 	cusparseSpGEMMCompute    func(h uintptr, opA, opB int32, alpha unsafe.Pointer, a, b uintptr, beta unsafe.Pointer, c uintptr, compute, alg int32, d uintptr, size *uint64, buf uint64) int32
 	cusparseSpGEMMCopy       func(h uintptr, opA, opB int32, alpha unsafe.Pointer, a, b uintptr, beta unsafe.Pointer, c uintptr, compute, alg int32, d uintptr) int32
+	cusparseCreateDnVec      func(v *uintptr, size int64, values uint64, valType int32) int32
+	cusparseDestroyDnVec     func(v uintptr) int32
+	cusparseSpMVBufferSize   func(h uintptr, opA int32, alpha unsafe.Pointer, a, x uintptr, beta unsafe.Pointer, y uintptr, compute, alg int32, size *uint64) int32
+	cusparseSpMVPreprocess   func(h uintptr, opA int32, alpha unsafe.Pointer, a, x uintptr, beta unsafe.Pointer, y uintptr, compute, alg int32, buf uint64) int32
+	cusparseSpMVRun          func(h uintptr, opA int32, alpha unsafe.Pointer, a, x uintptr, beta unsafe.Pointer, y uintptr, compute, alg int32, buf uint64) int32
 	cusparseGetErrorString   func(code int32) string
 	cusparseGetVersionNumber func(h uintptr, v *int32) int32
 )
@@ -49,6 +54,9 @@ func loadCUSPARSE() error {
 			"cusparseSpGEMM_createDescr": &cusparseSpGEMMCreate, "cusparseSpGEMM_destroyDescr": &cusparseSpGEMMDestroy,
 			"cusparseSpGEMM_workEstimation": &cusparseSpGEMMWorkEstim, "cusparseSpGEMM_compute": &cusparseSpGEMMCompute,
 			"cusparseSpGEMM_copy": &cusparseSpGEMMCopy, "cusparseGetErrorString": &cusparseGetErrorString,
+			"cusparseCreateDnVec": &cusparseCreateDnVec, "cusparseDestroyDnVec": &cusparseDestroyDnVec,
+			"cusparseSpMV_bufferSize": &cusparseSpMVBufferSize, "cusparseSpMV_preprocess": &cusparseSpMVPreprocess,
+			"cusparseSpMV":       &cusparseSpMVRun,
 			"cusparseGetVersion": &cusparseGetVersionNumber,
 		})
 	})
@@ -243,4 +251,90 @@ func (sp *Sparse) SpGEMM(a, b CSR, alloc func(bytes int) (*Buffer, error), relea
 			da, db, unsafe.Pointer(&beta), dc, int32(R32F), cusparseSpGEMMAlg, desc))
 	})
 	return c, err
+}
+
+// SpMVAlg picks cusparseSpMV's algorithm for a CSR matrix.
+type SpMVAlg int32
+
+const (
+	SpMVCSRAlg1 SpMVAlg = 2 // CUSPARSE_SPMV_CSR_ALG1: the default for CSR
+	SpMVCSRAlg2 SpMVAlg = 3 // CUSPARSE_SPMV_CSR_ALG2: equal work per thread block, deterministic
+)
+
+// SpMV is y = A·x prepared for cusparseSpMV: the descriptors of A, x and y,
+// the algorithm's work buffer, and its one-time preprocessing done, so that
+// Run times the product alone (as a solver calling it again and again sees it).
+type SpMV struct {
+	sp      *Sparse
+	a, x, y uintptr
+	alg     SpMVAlg
+	work    *Buffer
+}
+
+// NewSpMV prepares y = A·x in float32: x holds A.Cols values, y A.Rows.
+func (sp *Sparse) NewSpMV(a CSR, x, y *Buffer, alg SpMVAlg) (p *SpMV, err error) {
+	if x == nil || y == nil {
+		return nil, fmt.Errorf("cusparse SpMV: x or y is nil")
+	}
+	if x.Size() < 4*a.Cols || y.Size() < 4*a.Rows {
+		return nil, fmt.Errorf("cusparse SpMV: A is %d×%d but x has %d bytes and y %d (want %d and %d)",
+			a.Rows, a.Cols, x.Size(), y.Size(), 4*a.Cols, 4*a.Rows)
+	}
+	p = &SpMV{sp: sp, alg: alg}
+	defer func() {
+		if err != nil {
+			p.Destroy()
+			p = nil
+		}
+	}()
+	var size uint64
+	err = sp.ctx.Do(func() error {
+		var err error
+		if p.a, err = sp.describe(a, "A"); err != nil {
+			return err
+		}
+		if err := cusparseCheck("cusparseCreateDnVec (x)", cusparseCreateDnVec(&p.x, int64(a.Cols), uint64(x.ptr), int32(R32F))); err != nil {
+			return err
+		}
+		if err := cusparseCheck("cusparseCreateDnVec (y)", cusparseCreateDnVec(&p.y, int64(a.Rows), uint64(y.ptr), int32(R32F))); err != nil {
+			return err
+		}
+		alpha, beta := float32(1), float32(0)
+		return cusparseCheck("cusparseSpMV_bufferSize", cusparseSpMVBufferSize(sp.h, cusparseOpNone, unsafe.Pointer(&alpha), p.a, p.x,
+			unsafe.Pointer(&beta), p.y, int32(R32F), int32(alg), &size))
+	})
+	if err != nil {
+		return p, err
+	}
+	if p.work, err = sp.ctx.Alloc(max(int(size), 4)); err != nil {
+		return p, fmt.Errorf("cusparse SpMV: work buffer: %w", err)
+	}
+	return p, p.call("cusparseSpMV_preprocess", cusparseSpMVPreprocess)
+}
+
+func (p *SpMV) call(name string, f func(h uintptr, opA int32, alpha unsafe.Pointer, a, x uintptr, beta unsafe.Pointer, y uintptr, compute, alg int32, buf uint64) int32) error {
+	alpha, beta := float32(1), float32(0) // host scalars: read before the call returns
+	return p.sp.ctx.Do(func() error {
+		return cusparseCheck(name, f(p.sp.h, cusparseOpNone, unsafe.Pointer(&alpha), p.a, p.x, unsafe.Pointer(&beta), p.y,
+			int32(R32F), int32(p.alg), uint64(p.work.ptr)))
+	})
+}
+
+// Run enqueues y = A·x on the handle's stream.
+func (p *SpMV) Run() error { return p.call("cusparseSpMV", cusparseSpMVRun) }
+
+// Destroy releases the descriptors and the work buffer.
+func (p *SpMV) Destroy() {
+	p.sp.ctx.Do(func() error {
+		if p.a != 0 {
+			cusparseDestroySpMat(p.a)
+		}
+		for _, v := range []uintptr{p.x, p.y} {
+			if v != 0 {
+				cusparseDestroyDnVec(v)
+			}
+		}
+		return nil
+	})
+	p.work.Free()
 }

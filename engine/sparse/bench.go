@@ -13,14 +13,17 @@ import (
 )
 
 // The "spmv" suite: y = A·x on the CPU (serial baseline, goroutines) and on
-// CUDA (scalar and vector CSR kernels). On CUDA the baseline is a device copy
-// of exactly the bytes an SpMV must move, so "vs baseline" reads as the share
-// of the bandwidth bound reached. Sizes are generator specs (see Generate).
+// CUDA (the four CSR steps and cuSPARSE's two CSR algorithms). On CUDA the
+// baseline is a device copy of exactly the bytes an SpMV must move, so "vs
+// baseline" reads as the share of the bandwidth bound reached; next to it,
+// x_gather_probe times only the reads of the column indices and of the x
+// they name, the floor under any CSR kernel on that matrix. Sizes are
+// generator specs (see Generate).
 
 func init() {
 	bench.Register(bench.Suite{
 		Name:  "spmv",
-		Doc:   "sparse matrix × vector, CSR: CPU serial/parallel, CUDA scalar (thread per row), vector (warp per row) and stream (row blocks of equal work), against the bandwidth bound",
+		Doc:   "sparse matrix × vector, CSR: CPU serial/parallel, CUDA scalar (thread per row), vector (warp per row), stream (row blocks of equal work), vector with rows in flight, and cuSPARSE, against the bandwidth bound and the x-gather floor",
 		Sizes: spmvSizes,
 		Cases: spmvCases,
 	})
@@ -96,16 +99,16 @@ func spmvReference(m *CSR, x []float32) []float32 {
 	return y
 }
 
-func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) bench.Case) (cases []bench.Case, closeAll func(), err error) {
-	var bufs []*cuda.Buffer
-	closeAll = func() {
-		for _, b := range bufs {
-			b.Free()
+func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) bench.Case) (_ []bench.Case, _ func(), err error) {
+	var undo []func() // what cleanup releases, newest first
+	cleanup := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			closeAll()
+			cleanup()
 		}
 	}()
 	keep := func(b *cuda.Buffer, e error) *cuda.Buffer {
@@ -113,7 +116,7 @@ func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) be
 			err = e
 		}
 		if b != nil {
-			bufs = append(bufs, b)
+			undo = append(undo, func() { b.Free() })
 		}
 		return b
 	}
@@ -123,6 +126,7 @@ func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) be
 	val := keep(cuda.Upload(ctx, append(m.Val, 0)))
 	xs := keep(cuda.Upload(ctx, x))
 	y := keep(cuda.AllocSlice[float32](ctx, m.Rows))
+	probeOut := keep(cuda.AllocSlice[float32](ctx, m.NNZ()/128+8)) // a float per warp of the probe
 	from := keep(ctx.Alloc(half))
 	to := keep(ctx.Alloc(half))
 	if err != nil {
@@ -132,8 +136,7 @@ func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) be
 	if err != nil {
 		return nil, nil, err
 	}
-	closeBufs := closeAll
-	closeAll = func() { timer.Destroy(); closeBufs() }
+	undo = append(undo, timer.Destroy)
 	check := func() (bench.Checked, error) {
 		got, err := cuda.Download[float32](y, m.Rows)
 		return bench.Compare(got, want), err
@@ -148,9 +151,42 @@ func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) be
 	bound.Check = func() (bench.Checked, error) { return bench.Checked{Worst: -1}, nil }
 	bound.Params = bench.Params{"matrix": bound.Params["matrix"], "bytes": 2 * half}
 	bound.Flops = 0
-	cases = append(cases, bound)
+	cases := []bench.Case{bound}
 
-	// The adaptive vector kernel gives each row as many lanes as its mean
+	compile := func(file, name string, options ...string) (*cuda.Function, error) {
+		src, err := kernels.CUDA("sparse/" + file)
+		if err != nil {
+			return nil, err
+		}
+		mod, err := ctx.Compile(cuda.Source{Name: "sparse/" + file + ".cu", Code: src, Options: options})
+		if err != nil {
+			return nil, err
+		}
+		return mod.Function(name)
+	}
+	kernel := func(variant string, fn *cuda.Function, cfg cuda.LaunchConfig, args ...any) bench.Case {
+		c := base(variant)
+		c.Reset, c.Check = reset, check
+		c.Run = func() (time.Duration, error) {
+			return timer.Time(func() error { return fn.Launch(cfg, args...) })
+		}
+		return c
+	}
+
+	// The probe reads only the column indices and the x they name (see
+	// spmv_gather_probe.cu): the floor under any CSR kernel on this matrix.
+	fn, err := compile("spmv_gather_probe", "spmv_gather_probe")
+	if err != nil {
+		return nil, nil, err
+	}
+	probe := kernel("x_gather_probe", fn, cuda.Grid1D((m.NNZ()+3)/4, 256), m.NNZ(), colIdx, xs, probeOut)
+	probe.Params["bytes"] = 4*m.NNZ() + 4*m.Cols
+	probe.Flops, probe.Bytes = 0, float64(4*m.NNZ()+4*m.Cols)
+	probe.Check = bound.Check
+	probe.Reset = nil
+	cases = append(cases, probe)
+
+	// The adaptive vector kernels give each row as many lanes as its mean
 	// length, rounded up to a power of two.
 	lanes := 2
 	for lanes < 32 && float64(lanes) < float64(m.NNZ())/float64(max(m.Rows, 1)) {
@@ -161,56 +197,71 @@ func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) be
 		lanes               int // threads per row
 	}{{"spmv_scalar", "spmv_01_scalar", "spmv_scalar", 1}, {"spmv_vector", "spmv_02_vector", "spmv_vector", 32},
 		{"spmv_vector_adaptive", "spmv_02_vector", "spmv_vector", lanes}} {
-		src, err := kernels.CUDA("sparse/" + k.file)
+		fn, err := compile(k.file, k.name, fmt.Sprintf("-DLANES=%d", k.lanes))
 		if err != nil {
 			return nil, nil, err
 		}
-		mod, err := ctx.Compile(cuda.Source{Name: "sparse/" + k.file + ".cu", Code: src, Options: []string{fmt.Sprintf("-DLANES=%d", k.lanes)}})
-		if err != nil {
-			return nil, nil, err
-		}
-		fn, err := mod.Function(k.name)
-		if err != nil {
-			return nil, nil, err
-		}
-		cfg := cuda.Grid1D(m.Rows*k.lanes, 256)
-		c := base(k.variant)
+		c := kernel(k.variant, fn, cuda.Grid1D(m.Rows*k.lanes, 256), m.Rows, rowPtr, colIdx, val, xs, y)
 		c.Params["lanes"] = k.lanes
-		c.Reset, c.Check = reset, check
-		c.Run = func() (time.Duration, error) {
-			return timer.Time(func() error { return fn.Launch(cfg, m.Rows, rowPtr, colIdx, val, xs, y) })
-		}
 		cases = append(cases, c)
 	}
+
 	// CSR-stream runs over row blocks cut once on the host.
 	blocks := keep(cuda.Upload(ctx, rowBlocks(m, streamCap)))
 	if err != nil {
 		return nil, nil, err
 	}
-	src, err := kernels.CUDA("sparse/spmv_03_stream")
-	if err != nil {
-		return nil, nil, err
-	}
-	mod, err := ctx.Compile(cuda.Source{Name: "sparse/spmv_03_stream.cu", Code: src})
-	if err != nil {
-		return nil, nil, err
-	}
-	fn, err := mod.Function("spmv_stream")
-	if err != nil {
+	if fn, err = compile("spmv_03_stream", "spmv_stream"); err != nil {
 		return nil, nil, err
 	}
 	nBlocks := blocks.Size()/4 - 1
-	stream := base("spmv_stream")
+	stream := kernel("spmv_stream", fn, cuda.LaunchConfig{Grid: cuda.Dim3{X: nBlocks}, Block: cuda.Dim3{X: 256}}, blocks, rowPtr, colIdx, val, xs, y)
 	stream.Params["row_blocks"] = nBlocks
-	stream.Reset, stream.Check = reset, check
-	stream.Run = func() (time.Duration, error) {
-		return timer.Time(func() error {
-			return fn.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: nBlocks}, Block: cuda.Dim3{X: 256}}, blocks, rowPtr, colIdx, val, xs, y)
-		})
-	}
 	cases = append(cases, stream)
-	return cases, closeAll, nil
+
+	// Step 04: vectorRows rows in flight per group of lanes, the mean row
+	// length rounded down to a power of two (a row of 17 takes 16 lanes
+	// twice rather than 32 lanes, 15 of them idle, once: measured faster).
+	down := 2
+	for down < 32 && float64(2*down) <= float64(m.NNZ())/float64(max(m.Rows, 1)) {
+		down *= 2
+	}
+	if fn, err = compile("spmv_04_vector_rows", "spmv_vector_rows", fmt.Sprintf("-DLANES=%d", down), fmt.Sprintf("-DROWS=%d", vectorRows)); err != nil {
+		return nil, nil, err
+	}
+	perWarp := vectorRows * 32 / down
+	rows := kernel("spmv_vector_rows", fn, cuda.Grid1D((m.Rows+perWarp-1)/perWarp*32, 256), m.Rows, rowPtr, colIdx, val, xs, y)
+	rows.Params["lanes"], rows.Params["rows_in_flight"] = down, vectorRows
+	rows.Params["regs"], _ = fn.Attribute(cuda.FuncNumRegs)
+	cases = append(cases, rows)
+
+	// cuSPARSE's two CSR algorithms, prepared once (buffer, preprocessing).
+	sp, err := ctx.NewSparse(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := cuda.CSR{Rows: m.Rows, Cols: m.Cols, NNZ: m.NNZ(), RowPtr: rowPtr, ColIdx: colIdx, Val: val}
+	undo = append(undo, func() { sp.Destroy() })
+	for _, alg := range []struct {
+		variant string
+		alg     cuda.SpMVAlg
+	}{{"cusparse_csr_alg1", cuda.SpMVCSRAlg1}, {"cusparse_csr_alg2", cuda.SpMVCSRAlg2}} {
+		p, err := sp.NewSpMV(a, xs, y, alg.alg)
+		if err != nil {
+			return nil, nil, err
+		}
+		undo = append(undo, p.Destroy)
+		c := base(alg.variant)
+		c.Reset, c.Check = reset, check
+		c.Run = func() (time.Duration, error) { return timer.Time(p.Run) }
+		cases = append(cases, c)
+	}
+	return cases, cleanup, nil
 }
+
+// vectorRows is ROWS of spmv_04_vector_rows.cu: rows in flight per group
+// (2, 4 and 6 measured on an H200; 4 was fastest under the 32-register cap).
+const vectorRows = 4
 
 // streamCap is CAP of spmv_03_stream.cu: the most entries a row block holds
 // unless a single row has more.
