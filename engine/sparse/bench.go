@@ -207,15 +207,15 @@ func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) be
 	}
 
 	// CSR-stream runs over row blocks cut once on the host.
-	blocks := keep(cuda.Upload(ctx, rowBlocks(m, streamCap)))
+	blocks := keep(cuda.Upload(ctx, rowBlocks(m, streamCap, streamRows)))
 	if err != nil {
 		return nil, nil, err
 	}
-	if fn, err = compile("spmv_03_stream", "spmv_stream"); err != nil {
+	if fn, err = compile("spmv_03_stream", "spmv_stream", fmt.Sprintf("-DCAP=%d", streamCap), fmt.Sprintf("-DTHREADS=%d", streamThreads)); err != nil {
 		return nil, nil, err
 	}
 	nBlocks := blocks.Size()/4 - 1
-	stream := kernel("spmv_stream", fn, cuda.LaunchConfig{Grid: cuda.Dim3{X: nBlocks}, Block: cuda.Dim3{X: 256}}, blocks, rowPtr, colIdx, val, xs, y)
+	stream := kernel("spmv_stream", fn, cuda.LaunchConfig{Grid: cuda.Dim3{X: nBlocks}, Block: cuda.Dim3{X: streamThreads}}, blocks, rowPtr, colIdx, val, xs, y)
 	stream.Params["row_blocks"] = nBlocks
 	cases = append(cases, stream)
 
@@ -263,18 +263,24 @@ func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) be
 // (2, 4 and 6 measured on an H200; 4 was fastest under the 32-register cap).
 const vectorRows = 4
 
-// streamCap is CAP of spmv_03_stream.cu: the most entries a row block holds
-// unless a single row has more.
-const streamCap = 1024
+// The shape of spmv_03_stream.cu's row blocks, passed to it as CAP and
+// THREADS (the sweep that chose them is in its header): at most streamCap
+// entries (unless one row has more) and streamRows rows per block, and
+// streamThreads threads.
+const (
+	streamCap     = 2048
+	streamRows    = 512
+	streamThreads = 128
+)
 
-// rowBlocks cuts the rows into consecutive blocks of at most max entries (a
-// longer row is a block of its own) and returns the first row of each block,
-// then m.Rows.
-func rowBlocks(m *CSR, max int) []int32 {
+// rowBlocks cuts the rows into consecutive blocks of at most maxEntries
+// entries (a longer row is a block of its own) and at most maxRows rows, and
+// returns the first row of each block, then m.Rows.
+func rowBlocks(m *CSR, maxEntries, maxRows int) []int32 {
 	out := []int32{0}
 	start := 0
 	for i := 0; i < m.Rows; i++ {
-		if i > start && int(m.RowPtr[i+1]-m.RowPtr[start]) > max {
+		if i > start && (int(m.RowPtr[i+1]-m.RowPtr[start]) > maxEntries || i-start == maxRows) {
 			out = append(out, int32(i))
 			start = i
 		}

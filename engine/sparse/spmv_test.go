@@ -82,23 +82,24 @@ func TestSpMVBadLengths(t *testing.T) {
 }
 
 func TestRowBlocks(t *testing.T) {
-	for _, spec := range []string{"uniform:n=3000,k=7", "rmat:scale=11,ef=8", "poisson:k=33", "banded:n=10,w=0"} {
+	const maxEntries, maxRows = 64, 20
+	for _, spec := range []string{"uniform:n=3000,k=7", "rmat:scale=11,ef=8", "poisson:k=33", "banded:n=10,w=0", "banded:n=100,w=0"} {
 		m, err := Generate(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := rowBlocks(m, 64)
+		b := rowBlocks(m, maxEntries, maxRows)
 		if b[0] != 0 || int(b[len(b)-1]) != m.Rows {
 			t.Fatalf("%s: blocks %v do not span the rows", spec, b[:min(len(b), 5)])
 		}
 		for i := 0; i+1 < len(b); i++ {
 			r0, r1 := b[i], b[i+1]
 			entries := m.RowPtr[r1] - m.RowPtr[r0]
-			if r1 <= r0 || (entries > 64 && r1-r0 != 1) {
+			if r1 <= r0 || r1-r0 > maxRows || (entries > maxEntries && r1-r0 != 1) {
 				t.Errorf("%s: block %d = rows [%d, %d) with %d entries", spec, i, r0, r1, entries)
 			}
 			// Blocks are maximal: the next row would not have fitted.
-			if i+2 < len(b) && r1-r0 >= 1 && m.RowPtr[r1+1]-m.RowPtr[r0] <= 64 {
+			if i+2 < len(b) && r1-r0 < maxRows && m.RowPtr[r1+1]-m.RowPtr[r0] <= maxEntries {
 				t.Errorf("%s: block %d = rows [%d, %d) could take row %d", spec, i, r0, r1, r1)
 			}
 		}

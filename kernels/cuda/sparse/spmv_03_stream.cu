@@ -4,24 +4,36 @@
 // Idea: steps 01 and 02 are latency-bound, not bandwidth-bound: a thread or
 // a warp has one or two entries in flight at a time, waiting on rowPtr, then
 // colIdx and val, then x. Here the host cuts the rows into blocks of at
-// most CAP = 1024 entries (whole rows; a longer row gets a block to itself).
-// A block streams its entries with fully coalesced loads, 4 independent
-// ones per thread, multiplies them by x into shared memory, and only then
-// does each thread add up one row from shared memory. Every block moves the
-// same amount of data, whatever the row lengths.
+// most CAP = 2048 entries and 512 rows (whole rows; a longer row gets a
+// block to itself). A block of THREADS = 128 streams its entries with fully
+// coalesced loads, CAP / THREADS = 16 independent ones per thread,
+// multiplies them by x into shared memory, and only then does each thread
+// add up its rows from shared memory. Every block moves about the same
+// amount of data, whatever the row lengths.
 // Traffic: the bytes of the bound, now with enough of them in flight.
 // Cost: the row-block array (one int per block of rows, computed once per
 // matrix on the host, like cuSPARSE's SpMV analysis); rows summed serially
 // from shared memory; a long row is reduced by one block. Each thread loads
-// its row's bounds before the products, so that the sums do not start with
-// a wait on memory after the barrier.
+// its first row's bounds before the products, so that the sums do not start
+// with a wait on memory after the barrier.
+// Measured on an H200 (share of the bound, banded / Poisson / R-MAT):
+// - loads in flight per thread decide it: CAP 1024 on 256 threads (4 each)
+//   0.81 / 0.83 / 0.26, CAP 2048 on 256 (8 each) 0.93 / 0.91 / 0.24, CAP
+//   2048 on 128 (16 each) 1.00 / 0.92 / 0.21;
+// - the row limit is for R-MAT, whose blocks of 2048 entries otherwise span
+//   thousands of empty rows, each thread walking them one bound load after
+//   another: 512 rows brings it back to 0.26 (256 rows: 0.27, but Poisson,
+//   five entries a row, then fills only 1280 of 2048 places: 0.90).
 // Tried and reverted: summing each row with a group of threads (as many as
 // the block's threads allow, up to a warp) and shuffles instead of one
-// thread: slower on an H200 (banded 0.194 -> 0.224 ms, Poisson 0.073 ->
-// 0.077 ms, the two binaries in one session). The serial sums are not what
-// the blocks wait on.
-#define CAP 1024
-#define THREADS 256
+// thread: slower (banded 0.194 -> 0.224 ms with CAP 1024). The serial sums
+// are not what the blocks wait on.
+#ifndef CAP
+#define CAP 2048
+#endif
+#ifndef THREADS
+#define THREADS 128
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     spmv_stream(const int* __restrict__ rowBlocks, const int* __restrict__ rowPtr, const int* __restrict__ colIdx,
