@@ -180,16 +180,18 @@ func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) be
 		return nil, nil, err
 	}
 	probe := kernel("x_gather_probe", fn, cuda.Grid1D((m.NNZ()+3)/4, 256), m.NNZ(), colIdx, xs, probeOut)
-	probe.Params["bytes"] = 4*m.NNZ() + 4*m.Cols
-	probe.Flops, probe.Bytes = 0, float64(4*m.NNZ()+4*m.Cols)
+	probeBytes := 4*m.NNZ() + 4*m.Cols
+	probe.Params["bytes"] = probeBytes
+	probe.Flops, probe.Bytes = 0, float64(probeBytes)
 	probe.Check = bound.Check
 	probe.Reset = nil
 	cases = append(cases, probe)
 
 	// The adaptive vector kernels give each row as many lanes as its mean
 	// length, rounded up to a power of two.
+	mean := float64(m.NNZ()) / float64(max(m.Rows, 1))
 	lanes := 2
-	for lanes < 32 && float64(lanes) < float64(m.NNZ())/float64(max(m.Rows, 1)) {
+	for lanes < 32 && float64(lanes) < mean {
 		lanes *= 2
 	}
 	for _, k := range []struct {
@@ -222,9 +224,9 @@ func spmvCUDA(ctx *cuda.Context, m *CSR, x, want []float32, base func(string) be
 	// Step 04: vectorRows rows in flight per group of lanes, the mean row
 	// length rounded down to a power of two (a row of 17 takes 16 lanes
 	// twice rather than 32 lanes, 15 of them idle, once: measured faster).
-	down := 2
-	for down < 32 && float64(2*down) <= float64(m.NNZ())/float64(max(m.Rows, 1)) {
-		down *= 2
+	down := lanes
+	if down > 2 && float64(down) > mean {
+		down /= 2
 	}
 	if fn, err = compile("spmv_04_vector_rows", "spmv_vector_rows", fmt.Sprintf("-DLANES=%d", down), fmt.Sprintf("-DROWS=%d", vectorRows)); err != nil {
 		return nil, nil, err

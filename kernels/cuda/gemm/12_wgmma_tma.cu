@@ -44,8 +44,7 @@ struct Smem {
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 wgmma_bf16(int M, int N, int K, const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C) {
-    extern __shared__ __align__(1024) unsigned char raw[];
-    Smem& s = *reinterpret_cast<Smem*>((reinterpret_cast<size_t>(raw) + 1023) & ~size_t(1023));
+    Smem& s = aligned_smem<Smem>();
     const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int tiles = (K + BK - 1) / BK;

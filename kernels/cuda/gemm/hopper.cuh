@@ -12,6 +12,15 @@ struct alignas(64) TensorMap { unsigned long long raw[16]; };
 
 __device__ __forceinline__ unsigned smem(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
+// aligned_smem is the kernel's dynamic shared memory as a T, its start rounded
+// up to 1024 bytes: 128-byte swizzled tiles must start on a 1024-byte
+// boundary, and the runtime promises less (the host asks for 1 KiB extra).
+template <class T>
+__device__ __forceinline__ T& aligned_smem() {
+    extern __shared__ __align__(1024) unsigned char raw[];
+    return *reinterpret_cast<T*>((reinterpret_cast<size_t>(raw) + 1023) & ~size_t(1023));
+}
+
 // A wgmma shared-memory descriptor for a K-major tile with 128-byte swizzle:
 // start address, leading byte offset 16, stride 1024 bytes (8 rows of 128 B).
 __device__ __forceinline__ unsigned long long desc(const bf16* p) {

@@ -123,8 +123,7 @@ __device__ __forceinline__ bool setup(Smem& s, const int* meta, int E) {
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 moe_gate_up_wgmma(int H, int IM, const int* __restrict__ meta, int E, const __grid_constant__ TensorMap tmA,
                   const __grid_constant__ TensorMap tmW, bf16* __restrict__ act) {
-    extern __shared__ __align__(1024) unsigned char raw[];
-    Smem& s = *reinterpret_cast<Smem*>((reinterpret_cast<size_t>(raw) + 1023) & ~size_t(1023));
+    Smem& s = aligned_smem<Smem>();
     if (!setup(s, meta, E)) return;
     const int i0 = blockIdx.x * (BN / 2), gate = s.e * 2 * IM + i0;
     float d[128];
@@ -151,8 +150,7 @@ moe_gate_up_wgmma(int H, int IM, const int* __restrict__ meta, int E, const __gr
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 moe_down_wgmma(int H, int IM, const int* __restrict__ meta, int E, const __grid_constant__ TensorMap tmA,
                const __grid_constant__ TensorMap tmW, float* __restrict__ y) {
-    extern __shared__ __align__(1024) unsigned char raw[];
-    Smem& s = *reinterpret_cast<Smem*>((reinterpret_cast<size_t>(raw) + 1023) & ~size_t(1023));
+    Smem& s = aligned_smem<Smem>();
     if (!setup(s, meta, E)) return;
     const int n0 = blockIdx.x * BN, w0 = s.e * H + n0;
     float d[128];
