@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -10,88 +8,266 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"gpulab/engine"
 	"gpulab/engine/atomicfile"
+	"gpulab/engine/bench"
 	"gpulab/engine/exercise"
+	"gpulab/engine/sandbox"
 )
+
+// lab grade decides every grade in this process, which never runs student
+// code: each submission is compiled and run by a worker process in a
+// sandbox (engine/sandbox), which receives inputs this process draws at
+// random and sends back only what the code computed, over a socket of its
+// own (package wire); this process compares the outputs with its own
+// reference and times the round trips. See docs/teaching.md for the
+// threat model.
 
 // gradeRow is one submission's line in the grade table.
 type gradeRow struct {
 	Student string
 	exercise.Result
+	Isolation string // what the submission ran under ("" if nothing of it ran)
+}
+
+// gradeFlags are lab grade's settings.
+type gradeFlags struct {
+	name    string
+	timeout time.Duration
+	csvPath string
+	mdPath  string
+	sandbox string
+	memory  int64
 }
 
 func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("grade", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	name := fs.String("exercise", "", "the exercise, e.g. gemm/tiled (have: "+strings.Join(exercise.Names(), ", ")+")")
-	timeout := fs.Duration("timeout", 2*time.Minute, "time limit per submission (compile, check and timing)")
-	csvPath := fs.String("csv", "grades.csv", "write the table as CSV here")
-	mdPath := fs.String("md", "grades.md", "write the table as Markdown here")
+	var g gradeFlags
+	fs.StringVar(&g.name, "exercise", "", "the exercise, e.g. gemm/tiled (have: "+strings.Join(exercise.Names(), ", ")+")")
+	fs.DurationVar(&g.timeout, "timeout", 2*time.Minute, "time limit per submission (compile, check and timing), > 0")
+	fs.StringVar(&g.csvPath, "csv", "grades.csv", "write the table as CSV here")
+	fs.StringVar(&g.mdPath, "md", "grades.md", "write the table as Markdown here")
+	fs.StringVar(&g.sandbox, "sandbox", "auto", "auto: bubblewrap if it can run here, else the limits that remain (the table says which); bwrap: refuse to grade without it; none: limits only")
+	memory := fs.String("memory", "4G", "memory limit per submission (host memory: address space, or data on a GPU)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab grade --exercise NAME [--timeout 2m] [--csv F] [--md F] SUBMISSION... (files or folders of .ipynb or source files)")
+		fmt.Fprintln(stderr, "usage: lab grade --exercise NAME [--timeout 2m] [--csv F] [--md F] [--sandbox auto|bwrap|none] [--memory 4G] SUBMISSION... (files or folders of .ipynb or source files)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
-	if _, err := exercise.Lookup(*name); err != nil {
+	e, err := exercise.Lookup(g.name)
+	if err != nil {
 		return usageError{err}
+	}
+	if g.timeout <= 0 || g.timeout > 24*time.Hour {
+		return usageError{fmt.Errorf("--timeout %v: want a duration above 0 and at most 24h", g.timeout)}
+	}
+	mem, err := bench.ParseBytes(*memory)
+	if g.memory = int64(mem); err != nil || g.memory < 64<<20 {
+		return usageError{fmt.Errorf("--memory %q: want a size of at least 64M, such as 4G", *memory)}
+	}
+	if g.sandbox != "auto" && g.sandbox != "bwrap" && g.sandbox != "none" {
+		return usageError{fmt.Errorf("--sandbox %q: want auto, bwrap or none", g.sandbox)}
 	}
 	files, err := submissions(fs.Args())
 	if err != nil {
 		return usageError{err}
 	}
-	self, err := os.Executable()
+	work, err := os.MkdirTemp("", "gpulab-grade-*")
 	if err != nil {
 		return err
 	}
-	var rows []gradeRow
-	for _, f := range files {
-		row := gradeRow{Student: strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))}
-		row.Exercise = *name
-		fmt.Fprintf(stderr, "grading %s ...\n", f)
-		src, err := submissionSource(f, *name)
-		switch e, _ := exercise.Lookup(*name); {
-		case err != nil:
-			row.Error = err.Error()
-		case e.IsGo():
-			row.Result = gradeGo(*name, src, *timeout)
-		default:
-			row.Result = gradeOne(self, *name, src, *timeout)
-		}
-		rows = append(rows, row)
-	}
-	e, _ := exercise.Lookup(*name)
-	md := gradeMarkdown(rows, e.SpeedUnit())
-	fmt.Fprint(stdout, md)
-	if err := atomicfile.WriteBytes(*mdPath, []byte(md)); err != nil {
+	defer os.RemoveAll(work)
+	sb, err := sandbox.New(sandbox.Options{Disable: g.sandbox == "none", WorkDir: work})
+	if err != nil {
 		return err
 	}
-	return atomicfile.WriteBytes(*csvPath, gradeCSV(rows, e.SpeedUnit()))
+	if g.sandbox == "bwrap" && sb.Bwrap() == "" {
+		return fmt.Errorf("--sandbox bwrap: bubblewrap cannot run here: %s", sb.Reason())
+	}
+	gr := &grader{gradeFlags: g, exercise: e, sb: sb, work: work, log: stderr, refs: map[string]float64{},
+		hide: append(append([]string(nil), fs.Args()...), g.csvPath, g.mdPath)}
+	fmt.Fprintf(stderr, "lab grade: %d submissions of %s; a CPU worker's isolation: %s\n", len(files), e.Name,
+		sb.Describe(sandbox.Spec{Limits: gr.limits(false), DropUser: true}))
+	var rows []gradeRow
+	for i, f := range files {
+		fmt.Fprintf(stderr, "grading %s ...\n", f.path)
+		r, isolation := gr.gradeFile(f, i)
+		fmt.Fprintf(stderr, "  %s\n", logLine(r))
+		rows = append(rows, gradeRow{Student: f.student, Result: r, Isolation: isolation})
+	}
+	md := gradeMarkdown(rows, e.SpeedUnit())
+	fmt.Fprint(stdout, md)
+	if err := atomicfile.WriteBytes(g.mdPath, []byte(md)); err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(g.csvPath, gradeCSV(rows, e.SpeedUnit()))
 }
 
-// submissions expands folders into their files, sorted.
-func submissions(args []string) ([]string, error) {
+// grader grades one exercise's submissions.
+type grader struct {
+	gradeFlags
+	exercise exercise.Exercise
+	sb       *sandbox.Sandbox
+	work     string             // private; removed at the end
+	log      io.Writer          // progress, for the instructor
+	refs     map[string]float64 // the reference solution's speed, by language
+	hide     []string           // paths no sandbox may see: the submissions and the grade files
+	build    *goBuild           // for a Go exercise, made on first use
+}
+
+// gradeFile grades one submission: it reads its source (outside any
+// sandbox: reading is not running), then checks it. It returns the result
+// and the isolation the submission ran under.
+func (g *grader) gradeFile(f submission, i int) (exercise.Result, string) {
+	r := exercise.Result{Exercise: g.exercise.Name}
+	src, err := submissionSource(f.path, g.exercise.Name)
+	if err != nil {
+		r.Error = err.Error()
+		return r, ""
+	}
+	if g.exercise.IsGo() {
+		return g.gradeGo(src, i)
+	}
+	return g.gradeKernel(src)
+}
+
+// logLine is a result in a line of the log.
+func logLine(r exercise.Result) string {
+	if r.Correct {
+		return fmt.Sprintf("correct: %.3g %s at %s on %s", r.GFLOPS, r.SpeedUnit(), r.Size, r.Device)
+	}
+	return "not correct: " + firstLine(r.Error+" "+r.Detail)
+}
+
+// pctOfReference sets r.PctOfRef from the reference solution's speed in
+// lang, timing the reference (once per language) the same way.
+func (g *grader) pctOfReference(r *exercise.Result, lang string, time func() (exercise.Result, string)) {
+	ref, ok := g.refs[lang]
+	if !ok {
+		rr, _ := time()
+		ref = rr.GFLOPS
+		if !rr.Correct {
+			ref = 0
+			fmt.Fprintf(g.log, "  the reference solution (%s) did not pass here: %s %s\n", lang, rr.Error, rr.Detail)
+		} else {
+			fmt.Fprintf(g.log, "  the reference solution (%s), timed the same way: %s\n", lang, logLine(rr))
+		}
+		g.refs[lang] = ref
+	}
+	if r.Correct && ref > 0 {
+		r.PctOfRef = 100 * r.GFLOPS / ref
+	}
+}
+
+// gradeKernel checks a kernel exercise's source in a worker (lab
+// grade-worker) in the sandbox, then places its speed against the
+// reference solution's, timed the same way.
+func (g *grader) gradeKernel(src string) (exercise.Result, string) {
+	e := g.exercise
+	f, err := e.Inspect(src)
+	if err != nil {
+		return exercise.Result{Exercise: e.Name, Error: err.Error()}, ""
+	}
+	r, isolation := g.kernelWorker(f, src)
+	g.pctOfReference(&r, f.Lang, func() (exercise.Result, string) {
+		sol, err := f.Solution()
+		if err != nil {
+			return exercise.Result{Error: err.Error()}, ""
+		}
+		return g.kernelWorker(f, sol)
+	})
+	return r, isolation
+}
+
+// kernelWorker runs the check of src in a worker on the flavour's best
+// device.
+func (g *grader) kernelWorker(f exercise.Flavor, src string) (exercise.Result, string) {
+	e := g.exercise
+	infos, err := f.Devices()
+	if err != nil || len(infos) == 0 {
+		return exercise.Result{Exercise: e.Name, Unavailable: true, Error: fmt.Sprintf("not checked here: no device runs %s kernels: %v", f.Lang, err)}, ""
+	}
+	info := infos[0]
+	gpu := info.Kind == engine.CUDA || !strings.Contains(info.Platform, "Portable Computing Language")
+	spec := sandbox.Spec{Path: g.sb.Executable(), Args: []string{"grade-worker"}, Env: g.workerEnv(), Limits: g.limits(gpu), DropUser: true}
+	if gpu {
+		spec.Devices = []string{"/dev/nvidia*", "/dev/dri/*"}
+	}
+	setup := wireSetup(e.Name, f.Lang, info.ID, src)
+	return g.converse(spec, setup, false, func(run exercise.Runner) exercise.Result { return e.Judge(f, src, info, run) })
+}
+
+// limits are a worker's resource limits. A GPU driver reserves huge
+// address ranges, so a GPU worker's memory is bounded as data instead.
+func (g *grader) limits(gpu bool) sandbox.Limits {
+	l := sandbox.Limits{CPU: g.timeout*time.Duration(runtime.NumCPU()) + 10*time.Second, Procs: 256, FileSize: 64 << 20, OpenFiles: 1024}
+	if gpu {
+		l.Data = g.memory
+	} else {
+		l.AddressSpace = g.memory
+	}
+	return l
+}
+
+// workerEnv is a worker's whole environment: a private home and temp, and
+// the settings that pick and find devices.
+func (g *grader) workerEnv() []string {
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "POCL_CACHE_DIR=/tmp/pocl", "GPULAB_CACHE_DIR=/tmp/cache"}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "GPULAB_ROOT" || k == "GPULAB_CACHE_DIR":
+		case strings.HasPrefix(k, "GPULAB_"), strings.HasPrefix(k, "POCL_") && k != "POCL_CACHE_DIR",
+			k == "CUDA_VISIBLE_DEVICES", k == "LD_LIBRARY_PATH", k == "OCL_ICD_VENDORS", k == "OCL_ICD_FILENAMES":
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// gradeWorkerCmd is the worker side of lab grade (exercise.Serve), on
+// file descriptor 3, inside the sandbox.
+func gradeWorkerCmd(args []string) error {
+	if len(args) > 0 {
+		return usageError{errors.New("grade-worker takes no arguments: lab grade starts it")}
+	}
+	return exercise.Serve(os.NewFile(3, "grader"))
+}
+
+// submission is a file to grade and the student it belongs to.
+type submission struct{ path, student string }
+
+// Size limits of what lab grade reads.
+const (
+	maxSourceBytes   = 1 << 20
+	maxNotebookBytes = 16 << 20
+)
+
+// submissions expands folders into their regular files, sorted, and names
+// each file's student: the file name without its extension, or with it
+// where two files would share a name (bob.cl and bob.ipynb).
+func submissions(args []string) ([]submission, error) {
 	if len(args) == 0 {
 		return nil, errors.New("no submissions given")
 	}
-	var out []string
+	var paths []string
 	for _, a := range args {
 		info, err := os.Stat(a)
 		if err != nil {
 			return nil, err
 		}
 		if !info.IsDir() {
-			out = append(out, a)
+			paths = append(paths, a)
 			continue
 		}
 		entries, err := os.ReadDir(a)
@@ -100,19 +276,59 @@ func submissions(args []string) ([]string, error) {
 		}
 		for _, e := range entries {
 			if !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-				out = append(out, filepath.Join(a, e.Name()))
+				paths = append(paths, filepath.Join(a, e.Name()))
 			}
 		}
 	}
-	sort.Strings(out)
+	sort.Strings(paths)
+	stems := map[string]int{}
+	stem := func(p string) string { return strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)) }
+	for _, p := range paths {
+		stems[stem(p)]++
+	}
+	out := make([]submission, len(paths))
+	for i, p := range paths {
+		out[i] = submission{path: p, student: stem(p)}
+		if stems[stem(p)] > 1 {
+			out[i].student = filepath.Base(p)
+		}
+	}
 	return out, nil
+}
+
+// readSubmission reads a regular file, never through a symbolic link, and
+// at most limit bytes.
+func readSubmission(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s is a symbolic link: not graded", path)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file: not graded", path)
+	}
+	if info.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d a submission may have", path, info.Size(), limit)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // submissionSource reads the exercise's source from a notebook (the cell
 // marked // EXERCISE name) or a file (the marked backtick string if there
 // is one, else the whole file).
 func submissionSource(path, name string) (string, error) {
-	data, err := os.ReadFile(path)
+	limit := int64(maxSourceBytes)
+	if strings.HasSuffix(path, ".ipynb") {
+		limit = maxNotebookBytes
+	}
+	data, err := readSubmission(path, limit)
 	if err != nil {
 		return "", err
 	}
@@ -127,17 +343,15 @@ func submissionSource(path, name string) (string, error) {
 		if err := json.Unmarshal(data, &nb); err != nil {
 			return "", fmt.Errorf("%s is not a notebook: %v", path, err)
 		}
-		for _, c := range nb.Cells {
+		for i, c := range nb.Cells {
 			if c.Type != "code" {
 				continue // prose may quote the marker
 			}
-			var lines []string
-			if json.Unmarshal(c.Source, &lines) != nil {
-				var one string
-				json.Unmarshal(c.Source, &one)
-				lines = []string{one}
+			cell, err := cellSource(c.Source)
+			if err != nil {
+				return "", fmt.Errorf("%s: cell %d: %v", path, i+1, err)
 			}
-			if cell := strings.Join(lines, ""); strings.Contains(cell, "// EXERCISE "+name) {
+			if strings.Contains(cell, "// EXERCISE "+name) {
 				return fromCell(cell, name)
 			}
 		}
@@ -149,6 +363,19 @@ func submissionSource(path, name string) (string, error) {
 	return text, nil
 }
 
+// cellSource is a notebook cell's source: a string or a list of strings.
+func cellSource(raw json.RawMessage) (string, error) {
+	var lines []string
+	if err := json.Unmarshal(raw, &lines); err == nil {
+		return strings.Join(lines, ""), nil
+	}
+	var one string
+	if err := json.Unmarshal(raw, &one); err != nil {
+		return "", errors.New("its source is neither a string nor a list of strings")
+	}
+	return one, nil
+}
+
 // fromCell is the exercise's code in a marked cell: the backtick string of
 // a kernel exercise, the whole cell of a Go one.
 func fromCell(cell, name string) (string, error) {
@@ -158,87 +385,84 @@ func fromCell(cell, name string) (string, error) {
 	return exercise.Extract(cell, name)
 }
 
-// gradeOne checks one source in a child process (lab grade-one), so that a
-// kernel that crashes or never ends fails only its own submission.
-func gradeOne(self, name, src string, timeout time.Duration) exercise.Result {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, self, "grade-one", "--exercise", name)
-	cmd.Stdin = strings.NewReader(src)
-	cmd.Env = append(os.Environ(), labMainEnv+"=1") // lets a test binary stand in for lab
-	return runChild(ctx, cmd, name, timeout)
-}
-
-// runChild runs a grading child process and reads its Result (JSON on
-// stdout); a child past its time limit, or one that died, is a failed
-// submission with the reason.
-func runChild(ctx context.Context, cmd *exec.Cmd, name string, timeout time.Duration) exercise.Result {
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var r exercise.Result
-	switch {
-	case ctx.Err() != nil:
-		r.Error = fmt.Sprintf("did not finish within %v (an endless loop?)", timeout)
-	case json.Unmarshal(out.Bytes(), &r) == nil:
-	default:
-		r.Error = fmt.Sprintf("the check crashed (%v): %s", err, lastLine(errOut.String()))
-	}
-	r.Exercise = name
-	return r
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
-}
-
-// labMainEnv, set in a child's environment, makes a test binary of this
-// package behave as lab itself (see TestMain), so lab grade is testable.
-const labMainEnv = "GPULAB_LAB_MAIN"
-
-// gradeOneCmd is the child side of gradeOne: the source on stdin, the
-// Result as JSON on stdout.
-func gradeOneCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("grade-one", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	name := fs.String("exercise", "", "the exercise")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
-	}
-	src, err := io.ReadAll(os.Stdin)
-	if err != nil {
-		return err
-	}
-	return json.NewEncoder(stdout).Encode(exercise.Run(*name, string(src)))
-}
-
-// gradeMarkdown is the grade table; unit is the exercise's speed unit.
+// gradeMarkdown is the grade table, every cell escaped, the isolation the
+// submissions ran under, then what each printed; unit is the exercise's
+// speed unit.
 func gradeMarkdown(rows []gradeRow, unit string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| student | compiled | correct | %s | %% of reference | error |\n|---|---|---|---:|---:|---|\n", unit)
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %.0f%% | %s |\n", r.Student, yesNo(r.Compiled), yesNo(r.Correct), r.GFLOPS, r.PctOfRef,
-			strings.ReplaceAll(strings.ReplaceAll(firstLine(r.Error+" "+r.Detail), "|", "\\|"), "\n", " "))
+		fmt.Fprintf(&b, "| %s | %s | %s | %.3g | %.0f%% | %s |\n", mdCell(r.Student), yesNo(r.Compiled), yesNo(r.Correct), r.GFLOPS, r.PctOfRef,
+			mdCell(firstLine(r.Error+" "+r.Detail)))
+	}
+	seen := map[string]bool{"": true}
+	for _, r := range rows {
+		if !seen[r.Isolation] {
+			seen[r.Isolation] = true
+			fmt.Fprintf(&b, "\nIsolation: %s\n", mdCell(r.Isolation))
+		}
+	}
+	for _, r := range rows {
+		if out := strings.TrimSpace(r.Output); out != "" {
+			fence := strings.Repeat("`", max(3, longestRun(out, '`')+1))
+			fmt.Fprintf(&b, "\n**%s printed:**\n\n%s\n%s\n%s\n", mdCell(r.Student), fence, out, fence)
+		}
 	}
 	return b.String()
 }
 
+// mdCell escapes text for a Markdown table cell: one line, with every
+// character that could end the cell, open a link, an image, emphasis or
+// HTML backslash-escaped.
+func mdCell(s string) string {
+	var b strings.Builder
+	for _, c := range strings.Join(strings.Fields(s), " ") {
+		if strings.ContainsRune("\\|`*_[]<>()#!~&", c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// longestRun is the length of the longest run of c in s.
+func longestRun(s string, c byte) int {
+	best, run := 0, 0
+	for i := range len(s) {
+		if s[i] == c {
+			run++
+			best = max(best, run)
+		} else {
+			run = 0
+		}
+	}
+	return best
+}
+
 // gradeCSV is the grade table as CSV; the speed column is gflops, or gbps
-// for an exercise measured in GB/s.
+// for an exercise measured in GB/s. A cell that a spreadsheet would read
+// as a formula gets a leading quote.
 func gradeCSV(rows []gradeRow, unit string) []byte {
-	var b bytes.Buffer
+	var b strings.Builder
 	w := csv.NewWriter(&b)
 	speed := "gflops"
 	if unit == exercise.UnitGBps {
 		speed = "gbps"
 	}
-	w.Write([]string{"student", "compiled", "correct", speed, "pct_of_reference", "error"})
+	w.Write([]string{"student", "compiled", "correct", speed, "pct_of_reference", "error", "output", "isolation"})
 	for _, r := range rows {
-		w.Write([]string{r.Student, yesNo(r.Compiled), yesNo(r.Correct), fmt.Sprintf("%.2f", r.GFLOPS), fmt.Sprintf("%.1f", r.PctOfRef), strings.TrimSpace(r.Error + " " + r.Detail)})
+		w.Write([]string{csvCell(r.Student), yesNo(r.Compiled), yesNo(r.Correct), fmt.Sprintf("%.4g", r.GFLOPS), fmt.Sprintf("%.1f", r.PctOfRef),
+			csvCell(strings.TrimSpace(r.Error + " " + r.Detail)), csvCell(r.Output), r.Isolation})
 	}
 	w.Flush()
-	return b.Bytes()
+	return []byte(b.String())
+}
+
+func csvCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 func yesNo(b bool) string {
@@ -254,92 +478,4 @@ func firstLine(s string) string {
 		s = s[:i] + " …"
 	}
 	return s
-}
-
-// goVersion is the Go version of the generated module and workspace: the
-// one this lab was built with, which go.mod requires too.
-var goVersion = strings.TrimPrefix(runtime.Version(), "go")
-
-// goRunners are the check functions of the Go exercises, as the generated
-// main package calls them.
-var goRunners = map[string]string{"sparse/gustavson": "exercise.RunGustavson(Gustavson)"}
-
-// gradeGo builds the marked cell of a Go exercise into a throwaway program
-// next to this checkout (a Go workspace) and runs it under the time limit:
-// a submission that does not compile, panics or never ends fails alone.
-func gradeGo(name, cell string, timeout time.Duration) exercise.Result {
-	r := exercise.Result{Exercise: name}
-	root := os.Getenv("GPULAB_ROOT")
-	if root == "" {
-		root, _ = os.Getwd()
-	}
-	if data, err := os.ReadFile(filepath.Join(root, "go.mod")); err != nil || !strings.HasPrefix(string(data), "module gpulab") {
-		r.Error = "grading a Go exercise needs the gpulab checkout: run lab from the repository root or set GPULAB_ROOT"
-		return r
-	}
-	dir, err := os.MkdirTemp("", "gpulab-grade-*")
-	if err != nil {
-		r.Error = err.Error()
-		return r
-	}
-	defer os.RemoveAll(dir)
-	files := map[string]string{
-		"go.mod":     "module submission\n\ngo " + goVersion + "\n",
-		"go.work":    fmt.Sprintf("go %s\n\nuse (\n\t.\n\t%q\n)\n", goVersion, root),
-		"student.go": "package main\n\nimport \"gpulab/engine/sparse\"\n\nvar _ = sparse.Gustavson\n\n" + cell,
-		"main.go": "package main\n\nimport (\n\t\"encoding/json\"\n\t\"os\"\n\n\t\"gpulab/engine/exercise\"\n)\n\n" +
-			"func main() { json.NewEncoder(os.Stdout).Encode(" + goRunners[name] + ") }\n",
-	}
-	for f, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
-			r.Error = err.Error()
-			return r
-		}
-	}
-	// GoNB cells leave imports to goimports; so does the grader.
-	for _, gi := range []string{filepath.Join(root, ".tools", "bin", "goimports"), "goimports"} {
-		if exec.Command(gi, "-w", filepath.Join(dir, "student.go")).Run() == nil {
-			break
-		}
-	}
-	// Build, then run the program itself: killing `go run` at the time
-	// limit would leave its child running. The limit is for the run; a
-	// first build of the engine on a small machine takes its own time.
-	bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer bcancel()
-	build := exec.CommandContext(bctx, "go", "build", "-o", "submission", ".")
-	build.Dir = dir
-	var errOut bytes.Buffer
-	build.Stderr = &errOut
-	if err := build.Run(); err != nil {
-		msg := errOut.String()
-		if m := goErrPos.FindStringSubmatchIndex(msg); m != nil {
-			r.Error = "does not compile: " + firstLine(cellLine(dir, name, msg, m))
-		} else {
-			r.Error = fmt.Sprintf("does not build (%v): %s", err, lastLine(msg))
-		}
-		return r
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return runChild(ctx, exec.CommandContext(ctx, filepath.Join(dir, "submission")), name, timeout)
-}
-
-// goErrPos finds a compiler position in student.go.
-var goErrPos = regexp.MustCompile(`\./student\.go:(\d+):(\d+): `)
-
-// cellLine rewrites the first compiler error's position (match m in msg)
-// as a line of the student's cell: the line number in student.go, after
-// goimports rewrote its header, minus the line where the cell starts.
-func cellLine(dir, name, msg string, m []int) string {
-	n, _ := strconv.Atoi(msg[m[2]:m[3]])
-	data, _ := os.ReadFile(filepath.Join(dir, "student.go"))
-	start := 1
-	for i, l := range strings.Split(string(data), "\n") {
-		if strings.Contains(l, "// EXERCISE "+name) {
-			start = i + 1
-			break
-		}
-	}
-	return fmt.Sprintf("line %d, column %s: %s", n-start+1, msg[m[4]:m[5]], msg[m[1]:])
 }

@@ -1,23 +1,41 @@
 package main
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"gpulab/engine/exercise"
+	"gpulab/engine/sandbox"
 )
 
 // TestMain lets lab grade's child processes, which re-run this test binary,
-// act as lab.
+// act as lab: the sandbox's trampoline, and the worker (GPULAB_LAB_MAIN).
 func TestMain(m *testing.M) {
+	if sandbox.IsTrampoline() {
+		err := sandbox.ExecMain(os.Args[2:])
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(127)
+	}
 	if os.Getenv(labMainEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
+
+// labMainEnv, set in a worker's environment (lab grade passes GPULAB_*
+// variables through), makes a test binary of this package behave as lab
+// itself (see TestMain), so that lab grade is testable.
+const labMainEnv = "GPULAB_LAB_MAIN"
 
 // solution is the reference solution of an exercise in lang.
 func solution(t *testing.T, name, lang string) string {
@@ -37,57 +55,407 @@ func solution(t *testing.T, name, lang string) string {
 	return src
 }
 
-// TestGrade grades a folder with one correct, one wrong, one non-compiling
-// and one endless submission, on the best OpenCL device (PoCL in CI).
-func TestGrade(t *testing.T) {
-	good := solution(t, "gemm/tiled", exercise.LangOpenCL)
-	head := "__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))\nvoid gemm(const int M, const int N, const int K, const __global float* A, const __global float* B, __global float* C) {\n"
-	dir := t.TempDir()
-	subs := map[string]string{
-		"alice.cl": good,
-		"bob.cl":   head + "  int n = get_global_id(0), m = get_global_id(1);\n  if (m < M && n < N) C[m*N + n] = 1.0f;\n}\n",
-		"carol.cl": head + "  this does not compile\n}\n",
-		"dave.cl":  head + "  for (;;) { if (get_global_id(0) == 1000000000) break; }\n}\n",
+// attack is one submission of an adversarial grading run and what its row
+// must say.
+type attack struct {
+	file, src string
+	correct   bool   // an honest submission passes; a hostile one does not
+	want      string // in the row's error (a hostile one must give a reason)
+	notWant   string // never in the row (what a successful attack would show)
+	sandboxed bool   // the defence needs bubblewrap (a read, a write, the network)
+}
+
+// gradeRun is a folder of submissions graded once, and what the grader
+// must not have touched.
+type gradeRun struct {
+	t                *testing.T
+	dir, out, tmp    string // submissions, grade files, the grader's TMPDIR
+	root             string // the checkout
+	marker           string // in the environment of every process an attack starts
+	gitBefore        string
+	gradesMD, grades string
+	listener         net.Listener
+	connections      atomic.Int32
+}
+
+// newGradeRun prepares the folders, a TCP listener that no submission may
+// reach, and pre-existing grade files that no submission may read or change.
+func newGradeRun(t *testing.T) *gradeRun {
+	root, _ := filepath.Abs("..")
+	g := &gradeRun{t: t, dir: t.TempDir(), out: t.TempDir(), root: root,
+		marker: fmt.Sprintf("gpulab-attack-%d", time.Now().UnixNano())}
+	// The grader's temporary folder must be reachable by the sandbox's
+	// user, which t.TempDir() is not.
+	tmp, err := os.MkdirTemp("", "gpulab-grade-test-*")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, src := range subs {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g.tmp = tmp
+	t.Setenv("TMPDIR", g.tmp)
+	t.Setenv("GPULAB_ROOT", root)
+	t.Setenv(labMainEnv, "1")
+	g.gradesMD, g.grades = filepath.Join(g.out, "grades.md"), filepath.Join(g.out, "grades.csv")
+	for _, f := range []string{g.gradesMD, g.grades} {
+		os.WriteFile(f, []byte("the previous run's grades\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(g.out, "answers.txt"), []byte("the instructor's hidden answers\n"), 0o600)
+	g.gitBefore = gitStatus(t, root)
+	if g.listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.listener.Close() })
+	go func() {
+		for {
+			c, err := g.listener.Accept()
+			if err != nil {
+				return
+			}
+			g.connections.Add(1)
+			c.Close()
+		}
+	}()
+	return g
+}
+
+// port is the listener's port, for the network attack.
+func (g *gradeRun) port() int { return g.listener.Addr().(*net.TCPAddr).Port }
+
+// grade writes the attacks and grades them; it returns the table's rows by
+// student and how long the grading took.
+func (g *gradeRun) grade(name string, timeout time.Duration, attacks []attack, extra ...string) (map[string]string, time.Duration) {
+	t := g.t
+	for _, a := range attacks {
+		if err := os.WriteFile(filepath.Join(g.dir, a.file), []byte(a.src), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// A notebook submission: the marked cell holds the source between backticks.
-	nb := `{"cells": [{"cell_type": "code", "source": ["// EXERCISE gemm/tiled\n", "var src = ` + "`" + strings.ReplaceAll(strings.ReplaceAll(good, `\`, `\\`), "\n", `\n`) + "`" + `\n"]}]}`
-	if err := os.WriteFile(filepath.Join(dir, "erin.ipynb"), []byte(nb), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "frank.ipynb"), []byte(`{"cells": []}`), 0o644)
-	out := t.TempDir()
-	code, stdout, errs := lab("grade", "--exercise", "gemm/tiled", "--timeout", "20s",
-		"--csv", filepath.Join(out, "g.csv"), "--md", filepath.Join(out, "g.md"), dir)
+	args := append([]string{"grade", "--exercise", name, "--timeout", timeout.String(), "--csv", g.grades, "--md", g.gradesMD}, extra...)
+	start := time.Now()
+	code, stdout, errs := lab(append(args, g.dir)...)
+	took := time.Since(start)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	t.Log("\n" + stdout)
-	for _, want := range []string{
-		"| alice | yes | yes |",
-		"| bob | yes | no |",
-		"| carol | no | no |",
-		"| dave | no | no |",
-		"did not finish within 20s",
-		"| erin | yes | yes |",
-		`| frank | no | no | 0.0 | 0% | no code cell marked "// EXERCISE gemm/tiled"`,
-	} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("table lacks %q", want)
+	t.Logf("graded in %v:\n%s\n%s", took, errs, stdout)
+	rows := map[string]string{}
+	for _, l := range strings.Split(stdout, "\n") {
+		if cells := splitRow(l); len(cells) == 6 && cells[0] != "student" && cells[0] != "---" {
+			rows[cells[0]] = l
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(out, "g.csv")); err != nil || !strings.Contains(string(data), "student,compiled,correct") {
-		t.Errorf("csv: %s %v", data, err)
+	return rows, took
+}
+
+// splitRow splits a Markdown table row at its unescaped bars.
+func splitRow(line string) []string {
+	if !strings.HasPrefix(line, "| ") {
+		return nil
+	}
+	var cells []string
+	var cell strings.Builder
+	for i := 1; i < len(line); i++ {
+		switch {
+		case line[i] == '\\' && i+1 < len(line):
+			cell.WriteByte(line[i+1])
+			i++
+		case line[i] == '|':
+			cells = append(cells, strings.TrimSpace(cell.String()))
+			cell.Reset()
+		default:
+			cell.WriteByte(line[i])
+		}
+	}
+	return cells
+}
+
+// check asserts each attack's row, then what must hold after the grader
+// is gone: the checkout and the grade files untouched (5 s later), no
+// process of any submission alive, no connection made.
+func (g *gradeRun) check(rows map[string]string, attacks []attack, sandboxed bool) {
+	t := g.t
+	if len(rows) != len(attacks) {
+		t.Errorf("%d rows for %d submissions", len(rows), len(attacks))
+	}
+	for _, a := range attacks {
+		student := studentOf(a.file, attacks)
+		row, ok := rows[student]
+		if !ok {
+			t.Errorf("%s: no row %q", a.file, student)
+			continue
+		}
+		cells := splitRow(row)
+		row = strings.Join(cells, " | ") // unescaped
+		if a.sandboxed && !sandboxed {
+			continue
+		}
+		if got := cells[2] == "yes"; got != a.correct {
+			t.Errorf("%s: correct=%s, want %v: %s", a.file, cells[2], a.correct, row)
+		}
+		if !a.correct && strings.TrimSpace(cells[5]) == "" {
+			t.Errorf("%s: failed without a reason: %s", a.file, row)
+		}
+		if !strings.Contains(row, a.want) {
+			t.Errorf("%s: row lacks %q: %s", a.file, a.want, row)
+		}
+		if a.notWant != "" && strings.Contains(row, a.notWant) {
+			t.Errorf("%s: row has %q: %s", a.file, a.notWant, row)
+		}
+	}
+	before := map[string][32]byte{}
+	for _, f := range []string{g.grades, g.gradesMD} {
+		before[f] = hashFile(t, f)
+	}
+	time.Sleep(5 * time.Second)
+	for f, h := range before {
+		if hashFile(t, f) != h {
+			t.Errorf("%s changed after the grader exited", f)
+		}
+	}
+	if data, _ := os.ReadFile(g.gradesMD); strings.Contains(string(data), "forged") {
+		t.Errorf("forged grades")
+	}
+	if got := gitStatus(t, g.root); got != g.gitBefore {
+		t.Errorf("the checkout changed:\nbefore %q\nafter  %q", g.gitBefore, got)
+	}
+	if left := g.survivors(); len(left) > 0 {
+		t.Errorf("processes of submissions still alive: %v", left)
+	}
+	if n := g.connections.Load(); sandboxed && n > 0 {
+		t.Errorf("%d connections reached the test's listener", n)
 	}
 }
 
-// TestExerciseFill: every committed exercise notebook fails its check with
-// the TODO in, and its filled copy carries the reference solution in the
-// language of its cell.
+// studentOf is the name the table gives a file: its stem, or the whole
+// name where two files share a stem.
+func studentOf(file string, attacks []attack) string {
+	stem := strings.TrimSuffix(file, filepath.Ext(file))
+	for _, a := range attacks {
+		if a.file != file && strings.TrimSuffix(a.file, filepath.Ext(a.file)) == stem {
+			return file
+		}
+	}
+	return stem
+}
+
+// survivors lists the live processes that an attack started (the marker
+// in their environment) or that run from the grader's temporary folder.
+func (g *gradeRun) survivors() []string {
+	var left []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		env, _ := os.ReadFile(filepath.Join(p, "environ"))
+		exe, _ := os.Readlink(filepath.Join(p, "exe"))
+		status, _ := os.ReadFile(filepath.Join(p, "status"))
+		if bytes.Contains(status, []byte("State:\tZ")) {
+			continue
+		}
+		if bytes.Contains(env, []byte(g.marker)) || strings.HasPrefix(exe, g.tmp) {
+			cmd, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+			left = append(left, fmt.Sprintf("%s %q (%s)", filepath.Base(p), strings.ReplaceAll(string(cmd), "\x00", " "), exe))
+		}
+	}
+	return left
+}
+
+func hashFile(t *testing.T, path string) [32]byte {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(data)
+}
+
+// gitStatus is `git status --porcelain` of the checkout, "" where there is
+// no git or no repository.
+func gitStatus(t *testing.T, root string) string {
+	out, err := exec.Command("git", "-C", root, "status", "--porcelain").Output()
+	if err != nil {
+		t.Logf("no git status (%v): the checkout is compared by nothing", err)
+		return ""
+	}
+	return string(out)
+}
+
+// needSandbox says whether bubblewrap runs here; where it does not, CI
+// fails (make deps installs it) and elsewhere the sandboxed defences are
+// skipped with the reason.
+func needSandbox(t *testing.T) bool {
+	dir, err := os.MkdirTemp("", "gpulab-probe-*") // reachable by the sandbox's user, unlike t.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sb, err := sandbox.New(sandbox.Options{WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Bwrap() != "" {
+		return true
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("bubblewrap does not run here, and CI must test the sandbox: %s", sb.Reason())
+	}
+	t.Logf("bubblewrap does not run here (%s): the defences that need it are not checked", sb.Reason())
+	return false
+}
+
+const gemmCLHead = "__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))\n" +
+	"void gemm(const int M, const int N, const int K, const __global float* A, const __global float* B, __global float* C) {\n"
+
+// TestGradeOpenCL grades honest and hostile OpenCL submissions of
+// gemm/tiled on the best OpenCL device (PoCL in CI), in the sandbox.
+func TestGradeOpenCL(t *testing.T) {
+	e, _ := exercise.Lookup("gemm/tiled")
+	f, _ := e.Flavor(exercise.LangOpenCL)
+	infos, err := f.Devices()
+	if err != nil {
+		t.Skip(err)
+	}
+	timeout := 10 * time.Second // PoCL times 256³, a GPU 2048³
+	if !strings.Contains(infos[0].Platform, "Portable Computing Language") {
+		timeout = time.Minute
+	}
+	sandboxed := needSandbox(t)
+	g := newGradeRun(t)
+	good := solution(t, "gemm/tiled", exercise.LangOpenCL)
+	// The forged report of the old protocol, printed from a kernel.
+	forged := `printf("{\"exercise\":\"gemm/tiled\",\"compiled\":true,\"correct\":true,\"gflops\":999,\"pct_of_reference\":500}\n");`
+	withPrintf := strings.Replace(good, "{", "{\n    if (get_global_id(0) == 0 && get_global_id(1) == 0) printf(\"debug: M=%d N=%d K=%d {\\\"correct\\\":true}\\n\", M, N, K);", 1)
+	notebook := `{"cells": [{"cell_type": "markdown", "source": "// EXERCISE gemm/tiled in prose"}, {"cell_type": "code", "source": ["// EXERCISE gemm/tiled\n", "var src = ` + "`" +
+		strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(good, `\`, `\\`), "\n", `\n`), `"`, `\"`) + "`" + `\n"]}]}`
+	attacks := []attack{
+		{file: "alice.cl", src: good, correct: true},
+		{file: "bob.cl", src: good, correct: true},
+		{file: "bob.ipynb", src: notebook, correct: true},
+		{file: "dbg.cl", src: withPrintf, correct: true, want: ""},
+		{file: "todo.cl", src: "// TODO: try 32×32 tiles next week\n" + good, correct: true},
+		{file: "remark.cl", src: "// Unlike a CUDA __global__ function, this is an OpenCL __kernel.\n" + good, correct: true},
+		{file: "skeleton.cl", src: gemmCLHead + "    " + f.TODO + "\n}\n", want: "still has its TODO line"},
+		{file: "wrong.cl", src: gemmCLHead + "  int n = get_global_id(0), m = get_global_id(1);\n  if (m < M && n < N) C[m*N + n] = 1.0f;\n}\n", want: "first wrong element"},
+		{file: "carol.cl", src: gemmCLHead + "  this does not compile\n}\n", want: "line 3, column 3: error"},
+		{file: "dave.cl", src: gemmCLHead + "  for (;;) { if (get_global_id(0) == 1000000000) break; }\n}\n", want: "did not finish within " + timeout.String()},
+		{file: "forger.cl", src: gemmCLHead + "  if (get_global_id(0) == 0 && get_global_id(1) == 0) " + forged + "\n}\n", want: "first wrong element"},
+		// PoCL dies of the write (a segmentation fault), a GPU reports it.
+		{file: "crasher.cl", src: gemmCLHead + "  if (get_global_id(0) == 0 && get_global_id(1) == 0) " + forged +
+			"\n  if (M > 1) C[(long)1 << 40] = 1.0f;\n  int n = get_global_id(0), m = get_global_id(1);\n  if (m < M && n < N) { float s = 0; for (int k = 0; k < K; k++) s += A[m*K+k] * B[k*N+n]; C[m*N+n] = s; }\n}\n",
+			want: ""},
+		{file: "copycat.cl", src: "#include \"" + filepath.Join(g.dir, "alice.cl") + "\"\n__kernel void unused(void) {}\n", want: "does not compile", sandboxed: true},
+		{file: "mallory | yes | yes | 50.0 | 100% |.cl", src: gemmCLHead + "}\n", want: "first wrong element"},
+		{file: "frank.ipynb", src: `{"cells": []}`, want: `no code cell marked "// EXERCISE gemm/tiled"`},
+	}
+	rows, took := g.grade("gemm/tiled", timeout, attacks)
+	g.check(rows, attacks, sandboxed)
+	if !strings.Contains(rows["dbg"], "yes | yes") {
+		t.Errorf("dbg: %s", rows["dbg"])
+	}
+	md, _ := os.ReadFile(g.gradesMD)
+	if !strings.Contains(string(md), "debug: M=") || !strings.Contains(string(md), "Isolation: ") {
+		t.Errorf("the printf output or the isolation line is missing from grades.md:\n%s", md)
+	}
+	if limit := time.Duration(len(attacks)) * timeout; took > limit {
+		t.Errorf("grading took %v, more than the time limits summed (%v)", took, limit)
+	}
+	if csv, _ := os.ReadFile(g.grades); !bytes.HasPrefix(csv, []byte("student,compiled,correct,gflops,pct_of_reference,error,output,isolation\n")) {
+		t.Errorf("csv: %s", csv)
+	}
+}
+
+// goHead is the Go exercise's function, as its skeleton starts.
+const goHead = "// EXERCISE sparse/gustavson: complete the function.\nfunc Gustavson(a, b *sparse.CSR) (*sparse.CSR, error) {\n"
+
+// TestGradeGo grades honest and hostile Go submissions of
+// sparse/gustavson, built and run in the sandbox.
+func TestGradeGo(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	sandboxed := needSandbox(t)
+	g := newGradeRun(t)
+	good := solution(t, "sparse/gustavson", exercise.LangGo)
+	e, _ := exercise.Lookup("sparse/gustavson")
+	other := filepath.Join(g.dir, "ann.go")
+	q := func(paths ...string) string { return fmt.Sprintf("%q", paths) }
+	targets := q(filepath.Join(g.root, "engine", "exercise", "exercise.go"), other, g.grades, g.gradesMD)
+	targets = strings.ReplaceAll(strings.Trim(targets, "[]"), `" "`, `", "`)
+	secrets := strings.ReplaceAll(strings.Trim(q(other, g.gradesMD, filepath.Join(g.out, "answers.txt"), "/etc/shadow"), "[]"), `" "`, `", "`)
+	spawn := func(env string) string {
+		return "\tcmd := exec.Command(\"/proc/self/exe\")\n\tcmd.Env = []string{" + env + "\"GPULAB_TEST_MARKER=" + g.marker + "\"}\n"
+	}
+	attacks := []attack{
+		{file: "ann.go", src: good, correct: true},
+		{file: "dbg.go", src: strings.Replace(good, "{\n", "{\n\tfmt.Println(\"debug: rows\", a.Rows, `{\"correct\":true}`)\n", 1), correct: true},
+		{file: "todo.go", src: strings.Replace(good, "{\n", "{\n\t// TODO: parallelize over rows\n", 1), correct: true},
+		{file: "skeleton.go", src: goHead + "\t" + e.Flavors[0].TODO + "\n\treturn nil, errors.New(\"TODO: not written yet\")\n}\n", want: "still has its TODO line"},
+		{file: "ben.go", src: goHead + "\treturn nil, nil\n}\n", want: "no matrix"},
+		{file: "cat.go", src: goHead + "\treturn nil, undefinedThing\n}\n", want: "line 3, column 14: undefined: undefinedThing"},
+		{file: "dan.go", src: goHead + "\tfor {\n\t}\n}\n", want: "did not finish within 10s"},
+		{file: "eve.go", src: goHead + "\tvar s []int\n\t_ = s[len(a.RowPtr)]\n\treturn nil, nil\n}\n", want: "panicked"},
+		{file: "shortcut.go", src: goHead + "\treturn sparse.GustavsonParallel(a, b)\n}\n", want: "uses sparse.GustavsonParallel, the library's own implementation"},
+		{file: "alias.go", src: "import sp \"gpulab/engine/sparse\"\n\n" + strings.ReplaceAll(goHead, "sparse.", "sp.") + "\treturn sp.DenseAccumulator(a, b)\n}\n",
+			want: "uses sparse.DenseAccumulator"},
+		{file: "reflect.go", src: "import \"reflect\"\n\nvar _ = reflect.TypeOf\n\n" + good, want: `imports "reflect"`},
+		{file: "forger.go", src: "func init() {\n\tfmt.Println(`{\"exercise\":\"sparse/gustavson\",\"compiled\":true,\"correct\":true,\"gflops\":999,\"pct_of_reference\":500}`)\n\tos.Exit(0)\n}\n\n" +
+			goHead + "\treturn nil, nil\n}\n", want: "ended before it reported"},
+		{file: "socket.go", src: "func init() {\n\tf := os.NewFile(3, \"grader\")\n\tf.Write([]byte(\"GLW1\" + strings.Repeat(\"\\x00\", 16) + \"\\x02\\x00\\x00\\x00\\x00\"))\n\tf.Write([]byte(`{\"correct\":true}`))\n}\n\n" +
+			goHead + "\treturn nil, nil\n}\n", want: "broke the grading protocol"},
+		{file: "tamper.go", src: goHead + "\tvar errs []string\n\tfor _, p := range []string{" + targets + "} {\n\t\tif err := os.WriteFile(p, []byte(\"forged\"), 0o644); err != nil {\n\t\t\terrs = append(errs, err.Error())\n\t\t}\n\t}\n\tpanic(fmt.Sprint(\"tamper: \", len(errs), \" refused\"))\n}\n",
+			want: "tamper: 4 refused"},
+		{file: "reader.go", src: goHead + "\tvar got []string\n\tfor _, p := range []string{" + secrets + "} {\n\t\tif b, err := os.ReadFile(p); err == nil {\n\t\t\tgot = append(got, fmt.Sprintf(\"read ok %s (%d bytes)\", p, len(b)))\n\t\t}\n\t}\n\treturn nil, fmt.Errorf(\"reader: %q\", got)\n}\n",
+			want: "reader: []", notWant: "read ok", sandboxed: true},
+		{file: "network.go", src: goHead + fmt.Sprintf("\tc, err := net.DialTimeout(\"tcp\", \"127.0.0.1:%d\", time.Second)\n\tif err == nil {\n\t\tc.Close()\n\t\treturn nil, errors.New(\"network: connected\")\n\t}\n\treturn nil, fmt.Errorf(\"network: %%v\", err)\n}\n", g.port()),
+			want: "network: dial tcp", notWant: "connected", sandboxed: true},
+		{file: "detach.go", src: "func init() {\n\tif os.Getenv(\"DETACHED\") == \"1\" {\n\t\ttime.Sleep(3 * time.Second)\n\t\tfor _, p := range []string{" + targets + "} {\n\t\t\tos.WriteFile(p, []byte(\"forged\"), 0o644)\n\t\t}\n\t\tos.Exit(0)\n\t}\n" +
+			spawn("\"DETACHED=1\", ") + "\tcmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}\n\tcmd.Start()\n}\n\n" + goHead + "\treturn nil, errors.New(\"a child was left behind\")\n}\n",
+			want: "a child was left behind"},
+		{file: "sleeper.go", src: "func init() {\n\tcmd := exec.Command(\"/bin/sleep\", \"1000\")\n\tcmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr\n\tcmd.Env = []string{\"GPULAB_TEST_MARKER=" + g.marker + "\"}\n\tcmd.Start()\n}\n\n" +
+			goHead + "\treturn nil, errors.New(\"a sleeper holds stdout\")\n}\n", want: "a sleeper holds stdout"},
+		{file: "forkbomb.go", src: "func init() {\n\tfor i := 0; i < 100000; i++ {\n" + strings.ReplaceAll(spawn(""), "\n\t", "\n\t\t") +
+			"\t\tif cmd.Start() != nil {\n\t\t\ttime.Sleep(10 * time.Millisecond)\n\t\t}\n\t}\n}\n\n" + goHead + "\treturn nil, nil\n}\n",
+			want: "did not finish within 10s"},
+		{file: "hog.go", src: goHead + "\tvar keep [][]byte\n\tfor len(keep) < 64 {\n\t\tb := make([]byte, 1<<30)\n\t\tfor j := 0; j < len(b); j += 4096 {\n\t\t\tb[j] = 1\n\t\t}\n\t\tkeep = append(keep, b)\n\t}\n\treturn nil, fmt.Errorf(\"held %d GiB\", len(keep))\n}\n",
+			want: "ended before it reported (exit status 2): runtime: out of memory", notWant: "held 64 GiB"},
+	}
+	rows, took := g.grade("sparse/gustavson", 10*time.Second, attacks)
+	g.check(rows, attacks, sandboxed)
+	if limit := time.Duration(len(attacks))*10*time.Second + 2*time.Minute; took > limit { // builds have their own limit
+		t.Errorf("grading took %v, more than the time limits summed (%v)", took, limit)
+	}
+	md, _ := os.ReadFile(g.gradesMD)
+	if !strings.Contains(string(md), "debug: rows") {
+		t.Errorf("grades.md lacks dbg's output:\n%s", md)
+	}
+}
+
+// TestGradeFallback grades without bubblewrap (--sandbox none): the time
+// limit, the rlimits and the sweep of escaped processes still hold, and
+// the table says that no sandbox was in force.
+func TestGradeFallback(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	g := newGradeRun(t)
+	attacks := []attack{
+		{file: "ann.go", src: solution(t, "sparse/gustavson", exercise.LangGo), correct: true},
+		{file: "dan.go", src: goHead + "\tfor {\n\t}\n}\n", want: "did not finish within 5s"},
+		{file: "detach.go", src: "func init() {\n\tcmd := exec.Command(\"/bin/sleep\", \"1000\")\n\tcmd.Env = []string{\"GPULAB_TEST_MARKER=" + g.marker + "\"}\n" +
+			"\tcmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}\n\tcmd.Start()\n}\n\n" + goHead + "\treturn nil, errors.New(\"a child was left behind\")\n}\n",
+			want: "a child was left behind"},
+	}
+	rows, _ := g.grade("sparse/gustavson", 5*time.Second, attacks, "--sandbox", "none")
+	g.check(rows, attacks, false)
+	md, _ := os.ReadFile(g.gradesMD)
+	if !strings.Contains(string(md), "Isolation: NO SANDBOX") {
+		t.Errorf("the table does not say that no sandbox was in force:\n%s", md)
+	}
+}
+
+// TestExerciseFill: every committed exercise notebook holds its flavour's
+// TODO line and fails its check as committed, and its filled copy carries
+// the reference solution in the language of its cell.
 func TestExerciseFill(t *testing.T) {
 	notebooks, _ := filepath.Glob(filepath.Join("..", "notebooks", "exercises", "*.ipynb"))
 	if len(notebooks) < 7 {
@@ -113,11 +481,15 @@ func TestExerciseFill(t *testing.T) {
 			lang := exercise.Language(src)
 			if e.IsGo() {
 				lang = exercise.LangGo
-			} else if r := exercise.Run(name, src); r.Correct || !strings.Contains(r.Error, "TODO") {
+				if err := e.InspectGo(src); err == nil || !strings.Contains(err.Error(), "still has its TODO line") {
+					t.Errorf("the committed cell passes inspection: %v", err)
+				}
+			} else if r := exercise.Run(name, src); r.Correct || !strings.Contains(r.Error, "still has its TODO line") {
 				t.Errorf("the TODO cell passed: %+v", r)
 			}
-			if !strings.Contains(src, "TODO") {
-				t.Errorf("the committed cell has no TODO:\n%s", src)
+			f, err := e.Flavor(lang)
+			if err != nil || f.TODO == "" || !strings.Contains(src, f.TODO) {
+				t.Errorf("the committed cell lacks the %s flavour's TODO line %q (%v):\n%s", lang, f.TODO, err, src)
 			}
 			out := filepath.Join(t.TempDir(), "filled.ipynb")
 			if code, _, errs := lab("exercise-fill", nb, "--out", out); code != 0 {
@@ -135,41 +507,9 @@ func TestExerciseFill(t *testing.T) {
 	}
 }
 
-// TestGradeGo grades Go submissions of sparse/gustavson: correct, wrong,
-// not compiling (with the cell's line number), endless and panicking.
-func TestGradeGo(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
-	}
-	root, _ := filepath.Abs("..")
-	t.Setenv("GPULAB_ROOT", root)
-	good := solution(t, "sparse/gustavson", exercise.LangGo)
-	head := "// EXERCISE sparse/gustavson: complete the function.\nfunc Gustavson(a, b *sparse.CSR) (*sparse.CSR, error) {\n"
-	dir := t.TempDir()
-	for name, src := range map[string]string{
-		"ann.go": good,
-		"ben.go": head + "\treturn sparse.Gustavson(a, a)\n}\n",
-		"cat.go": head + "\treturn nil, undefinedThing\n}\n",
-		"dan.go": head + "\tfor {\n\t}\n}\n",
-		"eve.go": head + "\tvar s []int\n\t_ = s[len(a.RowPtr)]\n\treturn nil, nil\n}\n",
-	} {
-		os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644)
-	}
-	out := t.TempDir()
-	code, stdout, errs := lab("grade", "--exercise", "sparse/gustavson", "--timeout", "10s",
-		"--csv", filepath.Join(out, "g.csv"), "--md", filepath.Join(out, "g.md"), dir)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	t.Log("\n" + stdout)
-	for _, want := range []string{"| ann | yes | yes |", "| ben | yes | no |", "| cat | no | no |", "line 3, column 14: undefined: undefinedThing", "| dan | no | no |", "did not finish", "| eve | yes | no |", "panicked"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("table lacks %q", want)
-		}
-	}
-}
-
 func TestGradeUsage(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "x.cl"), []byte("x"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -177,6 +517,11 @@ func TestGradeUsage(t *testing.T) {
 		{[]string{"grade", "--exercise", "nope", "x.cl"}, `no exercise "nope"`},
 		{[]string{"grade", "--exercise", "gemm/tiled"}, "no submissions given"},
 		{[]string{"grade", "--exercise", "gemm/tiled", "no/such/dir"}, "no/such/dir"},
+		{[]string{"grade", "--exercise", "gemm/tiled", "--timeout", "-1s", dir}, "--timeout -1s: want a duration above 0"},
+		{[]string{"grade", "--exercise", "gemm/tiled", "--timeout", "0s", dir}, "--timeout 0s"},
+		{[]string{"grade", "--exercise", "gemm/tiled", "--memory", "1K", dir}, "--memory"},
+		{[]string{"grade", "--exercise", "gemm/tiled", "--sandbox", "docker", dir}, `--sandbox "docker"`},
+		{[]string{"grade-worker", "x"}, "takes no arguments"},
 		{[]string{"exercise-fill", "x.ipynb"}, "--out is required"},
 		{[]string{"exercise-fill", "no/such.ipynb", "--out", "o.ipynb"}, "no/such.ipynb"},
 	} {
@@ -186,18 +531,115 @@ func TestGradeUsage(t *testing.T) {
 	}
 }
 
-// TestGradeUnit: the table's speed column is the exercise's unit.
-func TestGradeUnit(t *testing.T) {
-	rows := []gradeRow{{Student: "ann", Result: exercise.Result{Compiled: true, Correct: true, GFLOPS: 812.5, PctOfRef: 97}}}
+// TestGradeTables: the speed column is the exercise's unit, every cell is
+// escaped, a formula-like CSV cell is defused, and output is fenced.
+func TestGradeTables(t *testing.T) {
+	rows := []gradeRow{
+		{Student: "ann", Result: exercise.Result{Compiled: true, Correct: true, GFLOPS: 812.5, PctOfRef: 97}, Isolation: "bubblewrap (test)"},
+		{Student: "mallory | yes | yes | 50.0 | 100% |", Result: exercise.Result{Error: "x | y\nz", Output: "```\n| fake | row |"}},
+		{Student: "=HYPERLINK(\"http://evil\")", Result: exercise.Result{}},
+	}
 	for _, tc := range []struct{ unit, md, csv string }{
 		{exercise.UnitGFLOPS, "| student | compiled | correct | GFLOP/s | % of reference | error |", "student,compiled,correct,gflops,"},
 		{exercise.UnitGBps, "| student | compiled | correct | GB/s | % of reference | error |", "student,compiled,correct,gbps,"},
 	} {
-		if md := gradeMarkdown(rows, tc.unit); !strings.HasPrefix(md, tc.md+"\n") || !strings.Contains(md, "| ann | yes | yes | 812.5 | 97% |") {
+		md := gradeMarkdown(rows, tc.unit)
+		if !strings.HasPrefix(md, tc.md+"\n") || !strings.Contains(md, "| ann | yes | yes | 812 | 97% |") {
 			t.Errorf("%s: markdown\n%s", tc.unit, md)
 		}
-		if csv := string(gradeCSV(rows, tc.unit)); !strings.HasPrefix(csv, tc.csv) {
+		var tableRows int
+		table, _, _ := strings.Cut(md, "\nIsolation: ")
+		for _, l := range strings.Split(table, "\n") {
+			if cells := splitRow(l); len(cells) > 0 {
+				tableRows++
+				if len(cells) != 6 {
+					t.Errorf("a row of %d cells: %q", len(cells), l)
+				}
+			}
+		}
+		if tableRows != 1+len(rows) {
+			t.Errorf("%d table rows:\n%s", tableRows, md)
+		}
+		if !regexp.MustCompile("(?m)^````\n```\n\\| fake \\| row \\|\n````$").MatchString(md) {
+			t.Errorf("output not fenced:\n%s", md)
+		}
+		if csv := string(gradeCSV(rows, tc.unit)); !strings.HasPrefix(csv, tc.csv) || !strings.Contains(csv, `"'=HYPERLINK(""http://evil"")"`) {
 			t.Errorf("%s: csv\n%s", tc.unit, csv)
 		}
+	}
+}
+
+// TestSubmissions: names that collide keep their extension; symbolic
+// links and oversized files are refused by the reader, never followed.
+func TestSubmissions(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"bob.cl", "bob.ipynb", "carol.cl", ".hidden.cl"} {
+		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
+	}
+	os.Symlink("/etc/passwd", filepath.Join(dir, "link.cl"))
+	os.WriteFile(filepath.Join(dir, "big.cl"), bytes.Repeat([]byte("x"), maxSourceBytes+1), 0o644)
+	subs, err := submissions([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range subs {
+		names = append(names, s.student)
+	}
+	if got := strings.Join(names, ","); got != "big,bob.cl,bob.ipynb,carol,link" {
+		t.Errorf("students %s", got)
+	}
+	for file, want := range map[string]string{"link.cl": "symbolic link", "big.cl": "more than the"} {
+		if _, err := submissionSource(filepath.Join(dir, file), "gemm/tiled"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", file, err, want)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "n.ipynb"), []byte(`{"cells": [{"cell_type": "code", "source": 42}]}`), 0o644)
+	if _, err := submissionSource(filepath.Join(dir, "n.ipynb"), "gemm/tiled"); err == nil || !strings.Contains(err.Error(), "cell 1: its source is neither") {
+		t.Errorf("a numeric cell source: %v", err)
+	}
+}
+
+const gemmCUDAHead = "extern \"C\" __global__ void sgemm(int M, int N, int K, const float* A, const float* B, float* C) {\n"
+
+// TestGradeCUDA grades CUDA submissions in the sandbox on a GPU: every
+// exercise's CUDA reference solution passes, and for gemm/tiled a wrong, an
+// out-of-bounds, a forging and an endless kernel fail while one with a
+// debug printf passes.
+func TestGradeCUDA(t *testing.T) {
+	e, _ := exercise.Lookup("gemm/tiled")
+	f, _ := e.Flavor(exercise.LangCUDA)
+	if _, err := f.Devices(); err != nil {
+		t.Skip(err)
+	}
+	sandboxed := needSandbox(t)
+	good := solution(t, "gemm/tiled", exercise.LangCUDA)
+	forged := `printf("{\"exercise\":\"gemm/tiled\",\"compiled\":true,\"correct\":true,\"gflops\":99999,\"pct_of_reference\":500}\n");`
+	rowCol := "  int col = blockIdx.x * 32 + threadIdx.x, row = blockIdx.y * 32 + threadIdx.y;\n  if (row >= M || col >= N) return;\n"
+	attacks := []attack{
+		{file: "alice.cu", src: good, correct: true},
+		{file: "dbg.cu", src: strings.Replace(good, "{\n", "{\n    if (blockIdx.x == 0 && threadIdx.x == 0 && threadIdx.y == 0) printf(\"debug: M=%d\\n\", M);\n", 1), correct: true},
+		{file: "wrong.cu", src: gemmCUDAHead + rowCol + "  C[row * N + col] = 1.0f;\n}\n", want: "first wrong element"},
+		{file: "oob.cu", src: gemmCUDAHead + rowCol + "  C[(1ull << 40) + row * N + col] = 1.0f;\n}\n", want: "running it failed"},
+		{file: "forger.cu", src: gemmCUDAHead + "  if (blockIdx.x == 0 && threadIdx.x == 0 && threadIdx.y == 0) " + forged + "\n}\n", want: "first wrong element"},
+		{file: "endless.cu", src: gemmCUDAHead + "  for (;;) asm volatile(\"\");\n}\n", want: "did not finish within 30s"},
+	}
+	g := newGradeRun(t)
+	rows, _ := g.grade("gemm/tiled", 30*time.Second, attacks)
+	g.check(rows, attacks, sandboxed)
+	for _, name := range exercise.Names() {
+		e, _ := exercise.Lookup(name)
+		f, err := e.Flavor(exercise.LangCUDA)
+		if err != nil || name == "gemm/tiled" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			g := newGradeRun(t)
+			ref := []attack{{file: "reference.cu", src: solution(t, name, f.Lang), correct: true}}
+			rows, _ := g.grade(name, 2*time.Minute, ref)
+			if row := rows["reference"]; !strings.Contains(row, "| yes | yes |") {
+				t.Errorf("the reference solution: %s", row)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 
+	"gpulab/engine/sandbox"
 	_ "gpulab/engine/suites" // registers every benchmark suite
 )
 
@@ -64,8 +65,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = kmeansCmd(args[1:], stdout, stderr)
 	case "grade":
 		err = gradeCmd(args[1:], stdout, stderr)
-	case "grade-one": // the child process of lab grade
-		err = gradeOneCmd(args[1:], stdout, stderr)
+	case "grade-worker": // the sandboxed worker of lab grade
+		err = gradeWorkerCmd(args[1:])
+	case sandbox.TrampolineArg: // sets a sandboxed process's limits, then becomes it
+		err = sandbox.ExecMain(args[1:])
 	case "exercise-fill": // make test: an exercise notebook with the reference solution
 		err = exerciseFillCmd(args[1:], stdout, stderr)
 	case "nbrun":

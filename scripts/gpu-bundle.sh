@@ -7,6 +7,8 @@
 #       tests/<import-path>.test   one static test binary per package with tests, the import path's
 #                                  slashes as dashes (gpulab/engine/cuda -> gpulab-engine-cuda.test)
 #       lab                        the lab CLI (if ./lab has Go code yet)
+#       bwrap                      this machine's bubblewrap, for lab grade's sandbox (the GPU machines
+#                                  have none; it needs only libc, libcap and libselinux there)
 #   .gpu/MANIFEST          "<binary name> <package dir>" per line
 #   .gpu/src/<package dir>/testdata   each package's testdata/; its binary runs in src/<package dir>
 #   .gpu/src/kernels/      a copy of kernels/, for tests that read kernel sources from disk
@@ -85,6 +87,12 @@ if [[ -n "$(go list -e -f '{{.GoFiles}}' ./lab 2>/dev/null | tr -d '[]')" ]]; th
   fi
 else
   warn "./lab has no Go code yet: the bundle has no lab binary"
+fi
+
+if command -v bwrap >/dev/null 2>&1; then
+  cp "$(command -v bwrap)" "$STAGE/bwrap"
+else
+  warn "no bwrap here (make deps installs it): lab grade will run unsandboxed on the GPU machine"
 fi
 
 t0=$(now)

@@ -5,7 +5,7 @@
 #   .gpu/run.sh                              every test binary, verbose
 #   .gpu/run.sh -test.run GEMM -test.bench . extra arguments go to every binary
 #   ONLY=engine-cuda .gpu/run.sh             only binaries whose name matches the regexp
-#   .gpu/run.sh --unpack-only [DIR]          just unpack lab and tests/*.test into DIR (default .gpu)
+#   .gpu/run.sh --unpack-only [DIR]          just unpack lab, bwrap and tests/*.test into DIR (default .gpu)
 #
 # It first unpacks bin.tar.xz into a temporary directory, removed at exit.
 # Each binary runs with -test.v -test.count=1 in its package's directory in the bundle (where its
@@ -32,12 +32,15 @@ if [[ "${1:-}" == --unpack-only ]]; then
   dir="${2:-$BUNDLE}"
   mkdir -p "$dir"
   unpack "$BUNDLE/bin.tar.xz" "$dir"
-  echo "unpacked into $dir: lab, tests/*.test"
+  echo "unpacked into $dir: lab, bwrap, tests/*.test (GPULAB_BWRAP=$dir/bwrap lets lab grade use that bwrap)"
   exit 0
 fi
 BIN="$(mktemp -d "${TMPDIR:-/tmp}/gpulab-bundle.XXXXXX")"
 trap 'rm -rf "$BIN"' EXIT
 unpack "$BUNDLE/bin.tar.xz" "$BIN"
+# lab grade's sandbox runs bwrap as uid 65534 (nobody), which must be able to reach it.
+chmod 755 "$BIN"
+if [[ -x "$BIN/bwrap" ]]; then export GPULAB_BWRAP="$BIN/bwrap"; fi
 
 gpu_setup
 

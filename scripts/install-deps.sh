@@ -3,8 +3,9 @@
 # Safe to run again and again: when everything is in place it takes about a second.
 #
 #   1. Debian/Ubuntu packages: Jupyter (the notebook server and ipykernel, for `make lab`; notebooks
-#      are executed headless by `lab nbrun`, without Python) and OpenCL (the PoCL CPU driver, the ICD
-#      loader, clinfo). apt-get runs only if one is missing.
+#      are executed headless by `lab nbrun`, without Python), OpenCL (the PoCL CPU driver, the ICD
+#      loader, clinfo) and bubblewrap (the sandbox `lab grade` runs submissions in). apt-get runs
+#      only if one is missing.
 #   2. Go tools, built into the repo-local, git-ignored .tools/bin:
 #        gonb       the Go Jupyter kernel     (version pinned by go.mod's `tool` line)
 #        goimports  needed by gonb            (version pinned by go.mod: golang.org/x/tools)
@@ -22,6 +23,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 APT_PACKAGES=(
   jupyter-notebook python3-ipykernel
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
+  bubblewrap
 )
 GOPLS_VERSION=v0.20.0   # verified with go.mod's Go; v0.24 wants Go 1.27
 

@@ -7,10 +7,18 @@
 // Exercise notebooks (notebooks/exercises/) call Check from a cell, with
 // the kernel source that an earlier cell, marked `// EXERCISE <name>`,
 // holds between backticks; `lab grade` runs the same check on a folder of
-// submissions, each in its own process with a time limit.
+// submissions.
 //
-// A kernel exercise may be written in CUDA or in OpenCL C: the source
-// says which (__global__ or __kernel), and the check runs it on the best
+// A check has two sides. The judging side draws every input at random
+// (seeded from crypto/rand), computes its own reference and compares; the
+// running side (a Runner) only compiles, launches and returns outputs. In a
+// notebook both sides are the student's own process. Under lab grade the
+// running side is a worker process in a sandbox (Serve), spoken to over
+// package wire, and the judging side is the grader, which never runs
+// student code: a submission can compute, but it cannot report a verdict.
+//
+// A kernel exercise may be written in CUDA or in OpenCL C: its
+// declarations say which (Language), and the check runs it on the best
 // device for that language: the GPU for CUDA; for OpenCL, a GPU's OpenCL
 // driver if there is one, else PoCL on the CPU. A Go exercise (a function
 // in the marked cell) runs on the CPU.
@@ -28,7 +36,6 @@ import (
 	"time"
 
 	"gpulab/engine"
-	"gpulab/engine/cuda"
 	"gpulab/engine/gemm"
 	"gpulab/engine/nb"
 	"gpulab/engine/plot"
@@ -53,6 +60,9 @@ type Result struct {
 	// CUDA kernel on a machine without an NVIDIA GPU): the check did not
 	// run, which is not the student's fault.
 	Unavailable bool `json:"unavailable,omitempty"`
+	// Output is what the code printed (a kernel's printf, a Go function's
+	// fmt.Println), as lab grade captured it: shown, never read.
+	Output string `json:"output,omitempty"`
 }
 
 // Rung is one step of the reference ladder.
@@ -85,21 +95,34 @@ const (
 )
 
 // Flavor is an exercise in one language: its reference solution, the
-// devices that run it, best first, and its check.
+// skeleton's TODO line, the devices that run it, best first, and its check.
 type Flavor struct {
 	Lang string
 	// Solution returns the reference solution: the kernel source, or for Go
 	// the code of the marked cell.
 	Solution func() (string, error)
-	devices  func() ([]engine.Info, error)
-	check    func(dev *engine.Device, src string) Result
+	// TODO is the first TODO line of the skeleton in the exercise's
+	// notebook: a source that still has it is unfinished. A TODO of the
+	// student's own is not.
+	TODO    string
+	devices func() ([]engine.Info, error)
+	check   func(s *session) Result
 }
+
+// Devices lists the devices that run the flavour's code, best first.
+func (f Flavor) Devices() ([]engine.Info, error) { return f.devices() }
 
 // An Exercise is a task and the languages it may be solved in.
 type Exercise struct {
 	Name, Doc string
 	Unit      string // of its speeds: "" is GFLOP/s; memory-bound kernels use UnitGBps
 	Flavors   []Flavor
+	// A Go exercise's marked cell is built into a program whose main body
+	// is GoMain (a call into package gohost). Its code may not use the
+	// names of package gpulab/engine/sparse in Forbidden: they are the
+	// library's own answer to the exercise.
+	GoMain    string
+	Forbidden []string
 }
 
 // SpeedUnit is the unit of the exercise's speeds.
@@ -112,7 +135,7 @@ func (e Exercise) IsGo() bool { return len(e.Flavors) == 1 && e.Flavors[0].Lang 
 // Flavor returns the exercise in language lang.
 func (e Exercise) Flavor(lang string) (Flavor, error) {
 	if lang == "" {
-		return Flavor{}, errors.New("this is neither a CUDA kernel (__global__) nor an OpenCL one (__kernel)")
+		return Flavor{}, errors.New("this declares neither a CUDA kernel (__global__) nor an OpenCL one (__kernel)")
 	}
 	var langs []string
 	for _, f := range e.Flavors {
@@ -147,25 +170,26 @@ func Names() []string {
 	return out
 }
 
-// Language tells a CUDA kernel (__global__) from an OpenCL one (__kernel
-// or kernel void); "" if the source is neither.
-func Language(src string) string {
-	switch {
-	case strings.Contains(src, "__global__"):
-		return LangCUDA
-	case openCLKernel.MatchString(src):
-		return LangOpenCL
+// Inspect reads a kernel exercise's source without running it: its
+// declarations must say a language the exercise has, and it must not hold
+// the skeleton's TODO line. It returns that language's flavour.
+func (e Exercise) Inspect(src string) (Flavor, error) {
+	if e.IsGo() {
+		return Flavor{}, fmt.Errorf("%s is a Go exercise: its check cell calls the function itself", e.Name)
 	}
-	return ""
+	f, err := e.Flavor(Language(src))
+	if err != nil {
+		return f, err
+	}
+	if unfinished(src, f.TODO) {
+		return f, errors.New(errUnfinished(e.Name, f.TODO))
+	}
+	return f, nil
 }
 
-var openCLKernel = regexp.MustCompile(`\b(__)?kernel\s`)
-
-// todo is what an unfinished exercise cell contains.
-const todo = "TODO"
-
-// Run checks src for the named exercise on the best device for its
-// language, and never panics: every failure is in the Result.
+// Run checks src for the named exercise in this process, on the best
+// device for its language, next to the reference solution and the
+// ladder's steps. It never panics: every failure is in the Result.
 func Run(name, src string) (r Result) {
 	start := time.Now()
 	r.Exercise = name
@@ -181,15 +205,7 @@ func Run(name, src string) (r Result) {
 		return r
 	}
 	r.Unit = e.Unit
-	if e.IsGo() {
-		r.Error = fmt.Sprintf("%s is a Go exercise: its check cell calls the function itself", name)
-		return r
-	}
-	if strings.Contains(src, todo) {
-		r.Error = fmt.Sprintf("the exercise still contains %s: write your solution in the cell marked // EXERCISE %s", todo, name)
-		return r
-	}
-	f, err := e.Flavor(Language(src))
+	f, err := e.Inspect(src)
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -205,12 +221,32 @@ func Run(name, src string) (r Result) {
 		return r
 	}
 	defer dev.Close()
-	if sol, err := f.Solution(); err == nil && strings.TrimSpace(sol) == strings.TrimSpace(src) {
-		r.Solution = true
+	sol, err := f.Solution()
+	if err != nil {
+		r.Error = err.Error()
+		return r
 	}
-	res := f.check(dev, src)
-	res.Exercise, res.Solution, res.Device, res.Unit = name, r.Solution, dev.ID+" ("+dev.Name+")", e.Unit
-	return res
+	s := &session{info: infos[0], student: newKernelRunner(dev, "", src),
+		solution: newKernelRunner(dev, "reference.cu", sol), local: true, dev: dev, rng: newRand()}
+	return e.finish(f.check(s), s.info, src, sol)
+}
+
+// Judge checks src as lab grade does: student is a worker that runs src
+// on info, a device from f.Devices(). Judge itself runs no code of the
+// submission's, and does not time the reference solution (lab grade does,
+// once for every submission).
+func (e Exercise) Judge(f Flavor, src string, info engine.Info, student Runner) Result {
+	sol, _ := f.Solution()
+	s := &session{info: info, student: student, rng: newRand(), fresh: true}
+	return e.finish(f.check(s), info, src, sol)
+}
+
+// finish fills in what every result says: the exercise, the device, the
+// unit, and whether the source was the reference solution itself.
+func (e Exercise) finish(r Result, info engine.Info, src, sol string) Result {
+	r.Exercise, r.Device, r.Unit = e.Name, info.ID+" ("+info.Name+")", e.Unit
+	r.Solution = sol != "" && strings.TrimSpace(sol) == strings.TrimSpace(src)
+	return r
 }
 
 // Check runs the check and shows it in a notebook (or prints it): pass or
@@ -342,17 +378,25 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// firstMismatch compares got with want like bench.Compare, with a
-// relative tolerance (absolute below 1), and describes the first element
-// outside it, named by at(i). NaN and Inf never pass.
+// firstMismatch compares got with want element by element (wrongValue)
+// and describes the first element outside the tolerance, named by at(i).
 func firstMismatch(got, want []float32, tol float64, at func(i int) string) string {
-	for i := range want {
-		g, w := float64(got[i]), float64(want[i])
-		if !(math.Abs(g-w) <= tol*max(math.Abs(w), 1)) {
-			return fmt.Sprintf("first wrong element: %s is %g, expected %g", at(i), got[i], want[i])
+	for i, w := range want {
+		if d := wrongValue(got[i], float64(w), tol); d != "" {
+			return fmt.Sprintf("first wrong element: %s %s", at(i), d)
 		}
 	}
 	return ""
+}
+
+// wrongValue says how got misses want ("is 0.5, expected 1.5") when it is
+// outside a relative tolerance (absolute below 1), "" otherwise, like
+// bench.Compare. NaN and Inf never pass.
+func wrongValue(got float32, want, tol float64) string {
+	if g := float64(got); math.Abs(g-want) <= tol*max(math.Abs(want), 1) {
+		return ""
+	}
+	return fmt.Sprintf("is %g, expected %g", got, float32(want))
 }
 
 func randomMatrix(rng *rand.Rand, n int) []float32 {
@@ -391,17 +435,6 @@ func buildError(msg string) string {
 		}
 	}
 	return msg
-}
-
-// runError says whether a run's error came after the source compiled, and
-// the message: a compile error (an NVRTC or OpenCL build log) in the
-// student's line numbers, anything else as it is.
-func runError(err error) (compiled bool, msg string) {
-	var ce *cuda.CompileError
-	if errors.As(err, &ce) || strings.Contains(err.Error(), "opencl: build program") {
-		return false, buildError(err.Error())
-	}
-	return true, "it compiled, but running it failed: " + studentLines(err.Error())
 }
 
 // best runs f three times and returns its shortest time.

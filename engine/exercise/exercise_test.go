@@ -2,10 +2,12 @@ package exercise
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"testing"
 
 	"gpulab/engine/cuda/cudatest"
+	"gpulab/engine/exercise/wire"
 	"gpulab/engine/sparse"
 	"gpulab/kernels"
 )
@@ -35,7 +37,6 @@ const (
 		"                                 int norm_topk, float scaling, int* top_idx, float* top_w) {\n"
 	routerOpenCLHead = "__kernel void route(const __global float* logits, const __global float* bias, const int tokens, const int experts,\n" +
 		"                    const int k, const int norm_topk, const float scaling, __global int* top_idx, __global float* top_w) {\n"
-	todoBody = "    // TODO: your code\n}\n"
 )
 
 // need skips a test of lang's flavour where no device runs it.
@@ -51,14 +52,24 @@ func need(t *testing.T, lang string) {
 	}
 }
 
+// TestLanguage: the language comes from declarations, never from words in
+// comments or strings.
 func TestLanguage(t *testing.T) {
 	for src, want := range map[string]string{
 		gemmOpenCLHead:                      LangOpenCL,
 		"kernel void f(global float* x) {}": LangOpenCL,
-		gemmCUDAHead:                        LangCUDA,
-		"__global__ void f(float* x) {}":    LangCUDA,
-		"func Gustavson() {}":               "",
-		"__global float* p; // no kernel":   "",
+		"kernel __attribute__((reqd_work_group_size(64, 1, 1))) void f(global float* x) {}": LangOpenCL,
+		gemmCUDAHead:                      LangCUDA,
+		"__global__ void f(float* x) {}":  LangCUDA,
+		"func Gustavson() {}":             "",
+		"__global float* p; // no kernel": "",
+		"// unlike CUDA's __global__, OpenCL says __kernel\n" + gemmOpenCLHead:            LangOpenCL,
+		"/* a __global__ kernel in CUDA */\n" + gemmOpenCLHead:                            LangOpenCL,
+		gemmOpenCLHead + "  printf(\"__global__ %d\\n\", M); /* \" */\n}":                 LangOpenCL,
+		"// __kernel void f() in OpenCL\n" + gemmCUDAHead:                                 LangCUDA,
+		"float kernel = 1.0f; // a variable named kernel\n__global__ void f(float* x) {}": LangCUDA,
+		"/* unterminated comment __global__":                                              "",
+		"char c = '\\''; // __global__\n" + gemmOpenCLHead:                                LangOpenCL,
 	} {
 		if got := Language(src); got != want {
 			t.Errorf("Language(%q) = %q, want %q", src, got, want)
@@ -66,8 +77,9 @@ func TestLanguage(t *testing.T) {
 	}
 }
 
-// TestTODOFails: every kernel exercise's skeleton fails with a message that
-// names the marked cell, on any machine (no device is needed to say so).
+// TestTODOFails: every kernel exercise's skeleton, with its TODO line,
+// fails with a message that names the marked cell, on any machine (no
+// device is needed to say so); a TODO of the student's own does not count.
 func TestTODOFails(t *testing.T) {
 	for _, tc := range []struct{ name, head string }{
 		{"gemm/tiled", gemmOpenCLHead}, {"gemm/tiled", gemmCUDAHead}, {"gemm/register-tiled", gemmOpenCLHead},
@@ -75,9 +87,17 @@ func TestTODOFails(t *testing.T) {
 		{"sqfd/assign", sqfdCUDAHead}, {"sqfd/assign", sqfdOpenCLHead}, {"lfm2/rmsnorm", rmsnormCUDAHead},
 		{"lfm2/rmsnorm", rmsnormOpenCLHead}, {"lfm2/router", routerCUDAHead}, {"lfm2/router", routerOpenCLHead},
 	} {
-		r := Run(tc.name, tc.head+todoBody)
-		if r.Correct || r.Unavailable || !strings.Contains(r.Error, "still contains TODO") || !strings.Contains(r.Error, "// EXERCISE "+tc.name) {
+		e, _ := Lookup(tc.name)
+		f, err := e.Flavor(Language(tc.head))
+		if err != nil || f.TODO == "" {
+			t.Fatalf("%s: %v, TODO line %q", tc.name, err, f.TODO)
+		}
+		r := Run(tc.name, tc.head+"    "+f.TODO+"\n    // and the rest of the skeleton's comment\n}\n")
+		if r.Correct || r.Unavailable || !strings.Contains(r.Error, "still has its TODO line") || !strings.Contains(r.Error, "// EXERCISE "+tc.name) {
 			t.Errorf("%s: %+v", tc.name, r)
+		}
+		if _, err := e.Inspect(tc.head + "    // TODO: try float4 loads next week\n}\n"); err != nil {
+			t.Errorf("%s: a TODO of the student's own: %v", tc.name, err)
 		}
 		if err := r.Err(); err == nil || !strings.Contains(err.Error(), tc.name+": not yet: ") {
 			t.Errorf("%s: Err() = %v", tc.name, err)
@@ -170,7 +190,7 @@ func TestWrongAndBroken(t *testing.T) {
 		{"wgsize ignores WG", LangOpenCL, "opencl/wgsize", strings.Replace(mustOpenCL(t, wgsizeFile), "__kernel WG_HINT void wg_fma", "__kernel void wg_fma", 1), true, "declare __attribute__((reqd_work_group_size(WG, 1, 1)))"},
 		{"OpenCL SQFD sends ties to the higher index", LangOpenCL, "sqfd/assign", replaced(t, mustOpenCL(t, sqfdAssignFile), "d2 < best", "d2 <= best"), true, "ties go to the lower index"},
 		{"OpenCL SQFD forgets the factor 2", LangOpenCL, "sqfd/assign", replaced(t, mustOpenCL(t, sqfdAssignFile), "2.0f * cross", "cross"), true, "signature 0: dist[0] is"},
-		{"OpenCL SQFD forgets the weights", LangOpenCL, "sqfd/assign", replaced(t, mustOpenCL(t, sqfdAssignFile), "fma(weights[b], exp(-alpha * d2), term)", "term + exp(-alpha * d2)"), true, "is nearer"},
+		{"OpenCL SQFD forgets the weights", LangOpenCL, "sqfd/assign", replaced(t, mustOpenCL(t, sqfdAssignFile), "fma(weights[b], exp(-alpha * d2), term)", "term + exp(-alpha * d2)"), true, "signature "},
 		{"OpenCL SQFD does not compile", LangOpenCL, "sqfd/assign", sqfdOpenCLHead + "    const int i = get_global_id(0)\n}\n", false, "line 4, column 35: error: expected ';'"},
 		{"CUDA SQFD sends ties to the higher index", LangCUDA, "sqfd/assign", replaced(t, mustCUDA(t, sqfdAssignFile), "d2 < best", "d2 <= best"), true, "ties go to the lower index"},
 		{"OpenCL RMSNorm forgets eps", LangOpenCL, "lfm2/rmsnorm", replaced(t, mustOpenCL(t, rmsnormFile), "(float)width + eps)", "(float)width)"), true, "first wrong element: y[0][0] (index 0) is"},
@@ -280,7 +300,7 @@ func TestExtract(t *testing.T) {
 
 func TestGustavsonExercise(t *testing.T) {
 	r := RunGustavson(func(a, b *sparse.CSR) (*sparse.CSR, error) { return nil, errors.New("TODO: not written yet") })
-	if r.Correct || !strings.Contains(r.Error, "TODO: not written yet") {
+	if r.Correct || !strings.Contains(r.Error, "your function returned an error: TODO: not written yet") {
 		t.Errorf("TODO: %+v", r)
 	}
 	r = RunGustavson(sparse.Gustavson)
@@ -302,5 +322,101 @@ func TestGustavsonExercise(t *testing.T) {
 	r = RunGustavson(func(a, b *sparse.CSR) (*sparse.CSR, error) { panic("boom") })
 	if r.Correct || !strings.Contains(r.Error, "panicked: boom") {
 		t.Errorf("panic: %+v", r)
+	}
+}
+
+// TestServeJudge runs a worker (Serve) and the judging side (Judge) over
+// an in-memory connection, as lab grade does across its sandbox: the
+// reference passes, a wrong kernel fails with its first wrong element, a
+// kernel that does not compile fails with the compiler's line.
+func TestServeJudge(t *testing.T) {
+	need(t, LangOpenCL)
+	e, _ := Lookup("gemm/tiled")
+	f, _ := e.Flavor(LangOpenCL)
+	infos, _ := f.Devices()
+	good := mustOpenCL(t, "gemm/02_local_tiling")
+	for _, tc := range []struct {
+		src, want string
+		correct   bool
+	}{
+		{good, "", true},
+		{gemmOpenCLHead + "    const int n = get_global_id(0), m = get_global_id(1);\n    if (m < M && n < N) C[m*N + n] = 2.0f;\n}\n", "is 2, expected", false},
+		{gemmOpenCLHead + "    float x = ;\n}\n", "line 5, column 15: error: expected expression", false},
+	} {
+		g, w := net.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- Serve(w) }()
+		conn, err := wire.Dial(g, wire.Setup{Exercise: e.Name, Lang: f.Lang, Device: infos[0].ID, Source: tc.src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, err := wire.NewClient(conn, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.Judge(f, tc.src, infos[0], client)
+		client.Close()
+		if err := <-served; err != nil {
+			t.Errorf("the worker: %v", err)
+		}
+		g.Close()
+		if r.Correct != tc.correct || !strings.Contains(r.Error+" "+r.Detail, tc.want) || r.Solution != (tc.src == good) {
+			t.Errorf("got %+v, want correct=%v and %q", r, tc.correct, tc.want)
+		}
+		if tc.correct && (r.GFLOPS <= 0 || r.Size == "" || len(r.Ladder) != 0) {
+			t.Errorf("a pass under Judge: %+v (no ladder: lab grade times the reference)", r)
+		}
+	}
+}
+
+// TestServeRefuses: a worker asked for an exercise, language or device it
+// does not have says so in a Failure instead of Ready.
+func TestServeRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		setup wire.Setup
+		want  string
+	}{
+		{wire.Setup{Exercise: "nope", Lang: LangOpenCL}, `no exercise "nope"`},
+		{wire.Setup{Exercise: "sparse/gustavson", Lang: LangGo}, "no go kernel"},
+		{wire.Setup{Exercise: "opencl/wgsize", Lang: LangCUDA}, "no cuda kernel"},
+		{wire.Setup{Exercise: "gemm/tiled", Lang: LangOpenCL, Device: "tpu:9"}, "tpu:9"},
+	} {
+		g, w := net.Pipe()
+		go Serve(w)
+		conn, err := wire.Dial(g, tc.setup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wire.NewClient(conn, false); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.setup, err, tc.want)
+		}
+		g.Close()
+	}
+}
+
+// TestInspectGo: the library's answer, however it is reached, and the
+// imports that reach past the language are refused before anything is
+// built; a cell of the student's own passes, whatever its comments say.
+func TestInspectGo(t *testing.T) {
+	e, _ := Lookup("sparse/gustavson")
+	head := "// EXERCISE sparse/gustavson: complete the function.\nfunc Gustavson(a, b *sparse.CSR) (*sparse.CSR, error) {\n"
+	for _, tc := range []struct{ cell, want string }{
+		{gustavsonSolution, ""},
+		{strings.Replace(gustavsonSolution, "{\n", "{\n\t// TODO: use sparse.GustavsonParallel's blocks here\n", 1), ""},
+		{head + "\treturn sparse.Gustavson(a, b)\n}\n", "uses sparse.Gustavson,"},
+		{head + "\tf := sparse.OuterProduct\n\treturn f(a, b)\n}\n", "uses sparse.OuterProduct"},
+		{"import s \"gpulab/engine/sparse\"\n\n" + strings.ReplaceAll(head, "sparse.", "s.") + "\treturn s.GustavsonParallel(a, b)\n}\n", "uses sparse.GustavsonParallel"},
+		{"import . \"gpulab/engine/sparse\"\n\n" + strings.ReplaceAll(head, "sparse.", "") + "\treturn DenseAccumulator(a, b)\n}\n", "not as \".\""},
+		{"import g \"gpulab/engine/sparse\"\n\n" + head + "\tgpu := g.NewGPUSpGEMM(nil)\n\t_ = gpu\n\treturn nil, nil\n}\n", "uses sparse.NewGPUSpGEMM"},
+		{"import \"gpulab/engine/exercise\"\n\n" + head + "\treturn nil, nil\n}\n", `imports "gpulab/engine/exercise"`},
+		{"import \"unsafe\"\n\n" + head + "\treturn nil, nil\n}\n", `imports "unsafe"`},
+		{"import _ \"unsafe\"\n\n//go:linkname g gpulab/engine/sparse.Gustavson\nfunc g(a, b *sparse.CSR) (*sparse.CSR, error)\n\n" + head + "\treturn g(a, b)\n}\n", "go:linkname"},
+		{head + "\t" + e.Flavors[0].TODO + "\n\treturn nil, nil\n}\n", "still has its TODO line"},
+		{head + "\treturn nil, nil // does not parse: {\n", ""},
+	} {
+		err := e.InspectGo(tc.cell)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%v, want %q for\n%s", err, tc.want, tc.cell)
+		}
 	}
 }

@@ -5,151 +5,182 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
-	"gpulab/engine"
+	"gpulab/engine/exercise/wire"
 	"gpulab/engine/gemm"
 	"gpulab/kernels"
 )
 
 // The GEMM exercises are steps of notebook 01's ladders, in OpenCL C or in
-// CUDA: the reference solution is the ladder's own kernel, checked with its
-// launch geometry, and the student's kernel is timed next to the ladder's
-// neighbouring steps.
+// CUDA: the reference solution is the ladder's own kernel, launched with
+// its step's geometry, and in a notebook the student's kernel is timed
+// next to the ladder's neighbouring steps.
 func init() {
 	register(Exercise{
 		Name: "gemm/tiled",
 		Doc:  "C = A·B with tiles of A and B in __local / shared memory (OpenCL step 02, CUDA step 03)",
 		Flavors: []Flavor{
-			cudaGEMMFlavor("03_smem_tiling", []string{"02_coalesced", "03_smem_tiling", "04_1d_register_tiling"}),
-			openCLGEMMFlavor("02_local_tiling", map[string]int{"TS": 16}, []string{"01_naive", "02_local_tiling", "03_more_work_per_thread"}),
+			cudaGEMMFlavor("03_smem_tiling", "// TODO: load a TILE×TILE tile of A and of B into __shared__ arrays,",
+				[]string{"02_coalesced", "04_1d_register_tiling"}),
+			openCLGEMMFlavor("02_local_tiling", map[string]int{"TS": 16}, "// TODO: load a TS×TS tile of A and of B into __local memory,",
+				[]string{"01_naive", "03_more_work_per_thread"}),
 		},
 	})
 	register(Exercise{
 		Name: "gemm/register-tiled",
 		Doc:  "C = A·B with a block of C in registers per work-item: 2D register blocking (OpenCL step 05, CUDA step 05)",
 		Flavors: []Flavor{
-			cudaGEMMFlavor("05_2d_register_tiling", []string{"03_smem_tiling", "04_1d_register_tiling", "05_2d_register_tiling", "06_vectorized"}),
+			cudaGEMMFlavor("05_2d_register_tiling", "", []string{"03_smem_tiling", "04_1d_register_tiling", "06_vectorized"}),
 			// 64×64 tiles of 8×8 blocks: 64 work-items, which PoCL and
 			// every GPU take.
 			openCLGEMMFlavor("05_2d_register_blocking", map[string]int{"TSM": 64, "TSN": 64, "TSK": 16, "WPTM": 8, "WPTN": 8, "PADA": 4},
-				[]string{"02_local_tiling", "03_more_work_per_thread", "04_wider_types", "05_2d_register_blocking"}),
+				"// TODO: for each slice of TSK along K, load the TSM×TSK slice of A and",
+				[]string{"02_local_tiling", "03_more_work_per_thread", "04_wider_types"}),
 		},
 	})
 }
-
-// gemmRun computes C = A·B once with src, or with the ladder's own kernel
-// of step when src is "", and returns C and the kernel's device time.
-type gemmRun func(step, src string, s gemm.Shape, a, b []float32) ([]float32, time.Duration, error)
 
 // gemmShapes are the shapes a GEMM kernel is checked on: one element, thin
 // ones, and sizes that are multiples of no tile.
 var gemmShapes = []gemm.Shape{{M: 1, N: 1, K: 1}, {M: 17, N: 33, K: 5}, {M: 64, N: 48, K: 31}, {M: 100, N: 7, K: 130}, {M: 130, N: 67, K: 33}}
 
-func cudaGEMMFlavor(step string, ladder []string) Flavor {
+// gemmProblem is C = A·B at one shape, launched as launch says.
+type gemmProblem struct {
+	s      gemm.Shape
+	a, b   []float32
+	launch func(s gemm.Shape) (wire.Task, error)
+}
+
+func (p gemmProblem) String() string { return fmt.Sprintf("M=%d N=%d K=%d", p.s.M, p.s.N, p.s.K) }
+func (p gemmProblem) rows() int      { return p.s.M }
+func (p gemmProblem) work() float64  { return p.s.Flops() }
+
+func (p gemmProblem) task() wire.Task {
+	t, _ := p.launch(p.s) // checked when the problem was drawn
+	t.Args = []any{p.s.M, p.s.N, p.s.K, p.a, p.b, wire.Out(p.s.M * p.s.N)}
+	return t
+}
+
+// mismatch compares the rows of C with float64 dot products, to a relative
+// tolerance of K float32 roundings.
+func (p gemmProblem) mismatch(out [][]uint32, rows []int) (string, error) {
+	c := floats(out[0])
+	tol := float64(p.s.K) * math.Ldexp(1, -22)
+	ref := make([]float64, p.s.N)
+	return each(p.s.M, rows, func(i int) string {
+		clear(ref)
+		for k := range p.s.K {
+			aik := float64(p.a[i*p.s.K+k])
+			for j, bkj := range p.b[k*p.s.N : (k+1)*p.s.N] {
+				ref[j] += aik * float64(bkj)
+			}
+		}
+		for j, w := range ref {
+			if d := wrongValue(c[i*p.s.N+j], w, tol); d != "" {
+				return fmt.Sprintf("first wrong element: C[%d][%d] (index %d) %s", i, j, i*p.s.N+j, d)
+			}
+		}
+		return ""
+	}), nil
+}
+
+// gemmDraws draws A and B in [-1, 1) for each shape.
+func gemmDraws(shapes []gemm.Shape, launch func(gemm.Shape) (wire.Task, error)) []draw {
+	var out []draw
+	for _, s := range shapes {
+		out = append(out, func(rng *rand.Rand) (problem, error) {
+			if _, err := launch(s); err != nil {
+				return nil, err
+			}
+			return gemmProblem{s: s, a: randomMatrix(rng, s.M*s.K), b: randomMatrix(rng, s.K*s.N), launch: launch}, nil
+		})
+	}
+	return out
+}
+
+func cudaGEMMFlavor(step, todo string, neighbours []string) Flavor {
+	launch := func(s gemm.Shape) (wire.Task, error) {
+		kernel, cfg, options, err := gemm.CUDALaunch(step, s)
+		return wire.Task{Entry: kernel, Decl: gemm.CUDADecl(kernel), Options: options, Shared: cfg.SharedMem,
+			Grid:  [3]int{cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z},
+			Block: [3]int{cfg.Block.X, cfg.Block.Y, cfg.Block.Z}}, err
+	}
 	return Flavor{
 		Lang:     LangCUDA,
+		TODO:     todo,
 		Solution: func() (string, error) { return kernels.CUDA("gemm/" + step) },
 		devices:  cudaDevices,
-		check: func(dev *engine.Device, src string) Result {
-			run := func(step, src string, s gemm.Shape, a, b []float32) ([]float32, time.Duration, error) {
-				return gemm.CUDAGEMM(dev.CUDA, step, src, s, a, b)
-			}
-			return checkGEMM(run, step, src, gemm.Shape{M: 2048, N: 2048, K: 2048}, ladder)
+		check: func(s *session) Result {
+			timing := gemmDraws([]gemm.Shape{{M: 2048, N: 2048, K: 2048}}, launch)[0]
+			return s.judge(gemmDraws(gemmShapes, launch), timing, "step "+step, gemmLadder(neighbours, func(step string, p gemmProblem) ([]float32, time.Duration, error) {
+				return gemm.CUDAGEMM(s.dev.CUDA, step, "", p.s, p.a, p.b)
+			}))
 		},
 	}
 }
 
-// openCLGEMMFlavor checks a kernel with the launch geometry of step at the
-// given defines; the ladder's other steps run with their first
+// openCLGEMMFlavor launches a kernel with step's geometry at the given
+// defines; in a notebook, the ladder's other steps run with their first
 // configuration the device takes.
-func openCLGEMMFlavor(step string, defines map[string]int, ladder []string) Flavor {
+func openCLGEMMFlavor(step string, defines map[string]int, todo string, neighbours []string) Flavor {
+	launch := func(s gemm.Shape) (wire.Task, error) {
+		cfg, err := gemm.NewOpenCLConfig(step, defines)
+		if err != nil {
+			return wire.Task{}, err
+		}
+		g := cfg.Global(s)
+		return wire.Task{Entry: gemm.OpenCLKernel, Decl: gemm.OpenCLDecl, Options: strings.Fields(cfg.Options()),
+			Grid:  [3]int{g[0] / cfg.Local[0], g[1] / cfg.Local[1]},
+			Block: [3]int{cfg.Local[0], cfg.Local[1]}}, nil
+	}
 	return Flavor{
 		Lang:     LangOpenCL,
+		TODO:     todo,
 		Solution: func() (string, error) { return kernels.OpenCL("gemm/" + step) },
 		devices:  openCLDevices,
-		check: func(dev *engine.Device, src string) Result {
-			run := func(ladderStep, src string, s gemm.Shape, a, b []float32) ([]float32, time.Duration, error) {
-				var cfgs []gemm.OpenCLConfig
-				if src != "" || ladderStep == step { // the exercise's own geometry, for the student and the reference alike
-					cfg, err := gemm.NewOpenCLConfig(step, defines)
+		check: func(s *session) Result {
+			timing := gemm.Shape{M: 2048, N: 2048, K: 2048}
+			if isPoCL(s.info) {
+				timing = gemm.Shape{M: 256, N: 256, K: 256}
+			}
+			return s.judge(gemmDraws(gemmShapes, launch), gemmDraws([]gemm.Shape{timing}, launch)[0], "step "+step,
+				gemmLadder(neighbours, func(step string, p gemmProblem) ([]float32, time.Duration, error) {
+					cfgs, err := gemm.OpenCLConfigs(step)
 					if err != nil {
 						return nil, 0, err
 					}
-					cfg.Source = src
-					cfgs = []gemm.OpenCLConfig{cfg}
-				} else {
-					var err error
-					if cfgs, err = gemm.OpenCLConfigs(ladderStep); err != nil {
-						return nil, 0, err
+					var errs []error
+					for _, c := range cfgs {
+						got, d, err := gemm.OpenCLGEMM(s.dev.OpenCL, c, p.s, p.a, p.b)
+						if err == nil {
+							return got, d, nil
+						}
+						errs = append(errs, err)
 					}
-				}
-				var errs []error
-				for _, c := range cfgs {
-					got, d, err := gemm.OpenCLGEMM(dev.OpenCL, c, s, a, b)
-					if err == nil {
-						return got, d, nil
-					}
-					errs = append(errs, err)
-				}
-				return nil, 0, errors.Join(errs...)
-			}
-			timing := gemm.Shape{M: 2048, N: 2048, K: 2048}
-			if isPoCL(dev.Info) {
-				timing = gemm.Shape{M: 256, N: 256, K: 256}
-			}
-			return checkGEMM(run, step, src, timing, ladder)
+					return nil, 0, errors.Join(errs...)
+				}))
 		},
 	}
 }
 
-// checkGEMM checks src against the CPU reference on gemmShapes, then times
-// it and the ladder's steps at the timing shape (best of three each).
-func checkGEMM(run gemmRun, step, src string, timing gemm.Shape, ladder []string) Result {
-	r := Result{}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, s := range gemmShapes {
-		a, b := randomMatrix(rng, s.M*s.K), randomMatrix(rng, s.K*s.N)
-		got, _, err := run(step, src, s, a, b)
-		if err != nil {
-			r.Compiled, r.Error = runError(err)
-			return r
+// gemmLadder times the neighbouring steps of the ladder on the timing
+// problem with run (best of three device times); a step this device
+// cannot run is left out of the chart.
+func gemmLadder(steps []string, run func(step string, p gemmProblem) ([]float32, time.Duration, error)) func(problem) []Rung {
+	return func(pr problem) []Rung {
+		p := pr.(gemmProblem)
+		var rungs []Rung
+		for _, step := range steps {
+			t, err := best(func() (time.Duration, error) {
+				_, d, err := run(step, p)
+				return d, err
+			})
+			if err == nil {
+				rungs = append(rungs, Rung{Name: "step " + step, GFLOPS: p.work() / t.Seconds() / 1e9})
+			}
 		}
-		r.Compiled = true
-		want, err := gemm.Reference(s, a, b)
-		if err != nil {
-			r.Error = err.Error()
-			return r
-		}
-		at := func(i int) string { return fmt.Sprintf("C[%d][%d] (index %d)", i/s.N, i%s.N, i) }
-		if d := firstMismatch(got, want, float64(s.K)*math.Ldexp(1, -22), at); d != "" {
-			r.Error, r.Detail = fmt.Sprintf("wrong result for M=%d N=%d K=%d", s.M, s.N, s.K), d
-			return r
-		}
+		return rungs
 	}
-	r.Correct, r.Size = true, timing.String()
-	a, b := randomMatrix(rng, timing.M*timing.K), randomMatrix(rng, timing.K*timing.N)
-	gflops := func(step, src string) (float64, error) {
-		t, err := best(func() (time.Duration, error) {
-			_, d, err := run(step, src, timing, a, b)
-			return d, err
-		})
-		return timing.Flops() / t.Seconds() / 1e9, err
-	}
-	var err error
-	if r.GFLOPS, err = gflops(step, src); err != nil {
-		r.Correct, r.Error = false, fmt.Sprintf("correct on the small shapes, but it failed at %s: %v", timing, err)
-		return r
-	}
-	for _, l := range ladder {
-		g, err := gflops(l, "")
-		if err != nil {
-			continue // a step this device cannot run: the chart shows the others
-		}
-		r.Ladder = append(r.Ladder, Rung{Name: "step " + l, GFLOPS: g})
-		if l == step {
-			r.PctOfRef = 100 * r.GFLOPS / g
-		}
-	}
-	return r
 }

@@ -1,135 +1,236 @@
 package exercise
 
 import (
+	_ "embed"
 	"fmt"
-	"math"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	"gpulab/engine"
+	"gpulab/engine/exercise/gohost"
+	"gpulab/engine/exercise/wire"
 	"gpulab/engine/sparse"
 )
+
+// gustavsonSolution is the reference solution of sparse/gustavson: the
+// marked cell, filled in.
+//
+//go:embed solutions/sparse_gustavson.go.txt
+var gustavsonSolution string
 
 // sparse/gustavson: C = A·B row by row with a sparse accumulator, written in
 // Go; the check compares it with the library's Gustavson on matrices with
 // empty rows, duplicates merged by the accumulator, rectangular shapes and
-// power-law rows, and times it next to the CPU ladder of notebook 03.
+// power-law rows, and in a notebook times it next to the CPU ladder of
+// notebook 03. The library's SpGEMM functions are the exercise's answer, so
+// the cell may not call them.
 func init() {
 	register(Exercise{
-		Name: "sparse/gustavson",
-		Doc:  "C = A·B by rows (Gustavson) with a sparse accumulator, in Go: func Gustavson(a, b *sparse.CSR) (*sparse.CSR, error)",
+		Name:   "sparse/gustavson",
+		Doc:    "C = A·B by rows (Gustavson) with a sparse accumulator, in Go: func Gustavson(a, b *sparse.CSR) (*sparse.CSR, error)",
+		GoMain: "gohost.ServeSpGEMM(Gustavson)",
+		Forbidden: []string{"Gustavson", "GustavsonParallel", "DenseAccumulator", "OuterProduct",
+			"GPUSpGEMM", "NewGPUSpGEMM", "Profile"},
 		Flavors: []Flavor{{
-			Lang: LangGo,
-			// The filled-in cell that make test runs calls the library: it
-			// exercises the check, not the student's algorithm.
-			Solution: func() (string, error) {
-				return "// EXERCISE sparse/gustavson: complete the function.\nfunc Gustavson(a, b *sparse.CSR) (*sparse.CSR, error) {\n\treturn sparse.Gustavson(a, b)\n}\n", nil
-			},
+			Lang:     LangGo,
+			TODO:     "// TODO: for each row i of a, accumulate a[i][k]·b[k][:] into a sparse",
+			Solution: func() (string, error) { return gustavsonSolution, nil },
+			devices:  func() ([]engine.Info, error) { return []engine.Info{{ID: "cpu", Name: "Go", Kind: engine.CPU}}, nil },
+			check:    checkGustavson,
 		}},
 	})
 }
 
-// GustavsonFunc is the signature of the sparse/gustavson exercise.
-type GustavsonFunc func(a, b *sparse.CSR) (*sparse.CSR, error)
+// spgemmRunner runs a Go SpGEMM function in this process; the time is the
+// call's wall time.
+type spgemmRunner gohost.SpGEMM
 
-// RunGustavson checks f for the sparse/gustavson exercise; it never panics.
-func RunGustavson(f GustavsonFunc) (r Result) {
+func (f spgemmRunner) Run(ts []wire.Task) ([][][]uint32, time.Duration, error) {
+	var outs [][][]uint32
+	var took time.Duration
+	for _, t := range ts {
+		a, b, err := gohost.SpGEMMArgs(t)
+		if err != nil {
+			return nil, 0, err
+		}
+		start := time.Now()
+		c, err := gohost.CallSpGEMM(gohost.SpGEMM(f), a, b)
+		took += time.Since(start)
+		if err != nil {
+			return nil, 0, err
+		}
+		outs = append(outs, gohost.CSROutputs(c))
+	}
+	return outs, took, nil
+}
+
+// RunGustavson checks f for the sparse/gustavson exercise in this process,
+// next to the library's CPU ladder; it never panics.
+func RunGustavson(f gohost.SpGEMM) (r Result) {
 	start := time.Now()
-	r.Exercise, r.Device = "sparse/gustavson", "cpu"
+	e, _ := Lookup("sparse/gustavson")
 	defer func() {
 		if p := recover(); p != nil {
-			r.Correct, r.Error = false, fmt.Sprintf("your function panicked: %v", p)
+			r.Correct, r.Error = false, fmt.Sprintf("the check crashed: %v", p)
 		}
 		r.Elapsed = time.Since(start).Seconds()
 	}()
-	r.Compiled = true
-	gen := func(spec string) *sparse.CSR {
-		m, err := sparse.Generate(spec)
-		if err != nil {
-			panic(err)
-		}
-		return m
-	}
-	rect := &sparse.COO{Rows: 5, Cols: 3, Row: []int32{0, 0, 2, 4}, Col: []int32{1, 2, 0, 2}, Val: []float32{1, -2, 3, 0.5}}
-	rb := &sparse.COO{Rows: 3, Cols: 6, Row: []int32{0, 1, 2, 2}, Col: []int32{5, 0, 0, 3}, Val: []float32{2, 1, -1, 4}}
-	ra, _ := rect.ToCSR()
-	rbm, _ := rb.ToCSR()
-	cases := []struct {
-		name string
-		a, b *sparse.CSR
-	}{
-		{"rectangular 5×3 · 3×6 with empty rows", ra, rbm},
-		{"uniform 300, 6 per row, squared", gen("uniform:n=300,k=6"), gen("uniform:n=300,k=6")},
-		{"banded 200, w=3, squared", gen("banded:n=200,w=3"), gen("banded:n=200,w=3")},
-		{"R-MAT scale 10, squared", gen("rmat:scale=10,ef=8"), gen("rmat:scale=10,ef=8")},
-	}
-	for _, tc := range cases {
-		want, _ := sparse.Gustavson(tc.a, tc.b)
-		got, err := f(tc.a, tc.b)
-		if err != nil {
-			r.Error = fmt.Sprintf("%s: your function returned an error: %v", tc.name, err)
-			return r
-		}
-		if d := csrMismatch(got, want); d != "" {
-			r.Error, r.Detail = "wrong result for "+tc.name, d
-			return r
-		}
-	}
-	r.Correct = true
-	a := gen("rmat:scale=13,ef=8")
-	r.Size = "C = A², A = rmat:scale=13,ef=8"
-	flops := 2 * float64(sparse.Products(a, a))
-	best := func(g GustavsonFunc) float64 {
-		t := time.Duration(math.MaxInt64)
-		for range 3 {
-			s := time.Now()
-			if _, err := g(a, a); err != nil {
-				return 0
-			}
-			t = min(t, time.Since(s))
-		}
-		return flops / t.Seconds() / 1e9
-	}
-	r.GFLOPS = best(f)
-	for _, step := range []struct {
-		name string
-		f    GustavsonFunc
-	}{{"gustavson_serial", sparse.Gustavson}, {"gustavson_parallel", sparse.GustavsonParallel}, {"dense_accumulator", sparse.DenseAccumulator}, {"outer_product", sparse.OuterProduct}} {
-		g := best(step.f)
-		r.Ladder = append(r.Ladder, Rung{Name: step.name, GFLOPS: g})
-		if step.name == "gustavson_serial" && g > 0 {
-			r.PctOfRef = 100 * r.GFLOPS / g
-		}
-	}
-	return r
+	info := engine.Info{ID: "cpu", Name: "Go", Kind: engine.CPU}
+	s := &session{info: info, student: spgemmRunner(f), solution: spgemmRunner(sparse.Gustavson), local: true, rng: newRand()}
+	return e.finish(checkGustavson(s), info, "", "")
 }
 
 // CheckGustavson runs RunGustavson and shows the result like Check.
-func CheckGustavson(f GustavsonFunc) Result { return show(RunGustavson(f)) }
+func CheckGustavson(f gohost.SpGEMM) Result { return show(RunGustavson(f)) }
 
-// csrMismatch describes the first difference between two CSR matrices:
-// shape, a row's length or columns, or a value beyond float32 rounding.
-func csrMismatch(got, want *sparse.CSR) string {
-	if got == nil {
-		return "your function returned no matrix"
+// spgemmProblem is C = A·B with the judging side's own C.
+type spgemmProblem struct {
+	name       string
+	a, b, want *sparse.CSR
+}
+
+func newSpGEMMProblem(name string, a, b *sparse.CSR) (problem, error) {
+	want, err := sparse.Gustavson(a, b)
+	return spgemmProblem{name: name, a: a, b: b, want: want}, err
+}
+
+func (p spgemmProblem) String() string  { return p.name }
+func (p spgemmProblem) task() wire.Task { return gohost.SpGEMMTask(p.a, p.b) }
+func (p spgemmProblem) rows() int       { return p.a.Rows }
+func (p spgemmProblem) work() float64   { return 2 * float64(sparse.Products(p.a, p.b)) }
+
+// mismatch describes the first difference from the judging side's C:
+// shape, a row's columns, or a value beyond float32 rounding.
+func (p spgemmProblem) mismatch(out [][]uint32, rows []int) (string, error) {
+	got, err := gohost.OutputsCSR(out)
+	if err != nil {
+		return err.Error(), nil
 	}
+	want := p.want
 	if got.Rows != want.Rows || got.Cols != want.Cols {
-		return fmt.Sprintf("C is %d×%d, expected %d×%d", got.Rows, got.Cols, want.Rows, want.Cols)
+		return fmt.Sprintf("C is %d×%d, expected %d×%d", got.Rows, got.Cols, want.Rows, want.Cols), nil
 	}
-	if err := got.Validate(); err != nil {
-		return "C is not a valid CSR matrix (sorted, in-range columns): " + err.Error()
-	}
-	for i := range want.Rows {
+	return each(want.Rows, rows, func(i int) string {
 		g := got.ColIdx[got.RowPtr[i]:got.RowPtr[i+1]]
 		w := want.ColIdx[want.RowPtr[i]:want.RowPtr[i+1]]
 		if !slices.Equal(g, w) {
 			return fmt.Sprintf("row %d has columns %v, expected %v", i, g, w)
 		}
-		for p := range w {
-			gv, wv := got.Val[int(got.RowPtr[i])+p], want.Val[int(want.RowPtr[i])+p]
-			if math.Abs(float64(gv-wv)) > 1e-5*max(math.Abs(float64(wv)), 1) {
-				return fmt.Sprintf("C[%d][%d] is %g, expected %g", i, w[p], gv, wv)
+		for q := range w {
+			gv, wv := got.Val[int(got.RowPtr[i])+q], want.Val[int(want.RowPtr[i])+q]
+			if d := wrongValue(gv, float64(wv), 1e-5); d != "" {
+				return fmt.Sprintf("C[%d][%d] %s", i, w[q], d)
 			}
 		}
+		return ""
+	}), nil
+}
+
+// gustavsonShapes: a rectangular product with empty rows, uniform, banded
+// and R-MAT (power-law rows) matrices, each with its own random seed.
+var gustavsonShapes = []draw{
+	func(rng *rand.Rand) (problem, error) {
+		val := func(n int) []float32 { return randomMatrix(rng, n) }
+		a, err := (&sparse.COO{Rows: 5, Cols: 3, Row: []int32{0, 0, 2, 4}, Col: []int32{1, 2, 0, 2}, Val: val(4)}).ToCSR()
+		if err != nil {
+			return nil, err
+		}
+		b, err := (&sparse.COO{Rows: 3, Cols: 6, Row: []int32{0, 1, 2, 2}, Col: []int32{5, 0, 0, 3}, Val: val(4)}).ToCSR()
+		if err != nil {
+			return nil, err
+		}
+		return newSpGEMMProblem("rectangular 5×3 · 3×6 with empty rows", a, b)
+	},
+	func(rng *rand.Rand) (problem, error) {
+		return newSpGEMMProblem("uniform 300×300, 6 per row", sparse.Uniform(300, 6, rng.Uint64()), sparse.Uniform(300, 6, rng.Uint64()))
+	},
+	func(rng *rand.Rand) (problem, error) {
+		return newSpGEMMProblem("banded 200×200, half-width 3", sparse.Banded(200, 3, rng.Uint64()), sparse.Banded(200, 3, rng.Uint64()))
+	},
+	rmatDraw(10),
+}
+
+// rmatDraw is A² for an R-MAT matrix of 2^scale rows, 8 entries per row on
+// average.
+func rmatDraw(scale int) draw {
+	return func(rng *rand.Rand) (problem, error) {
+		a := sparse.RMAT(scale, 8, 0.57, 0.19, 0.19, rng.Uint64())
+		return newSpGEMMProblem("C = A², A = R-MAT scale "+strconv.Itoa(scale)+", 8 per row", a, a)
 	}
-	return ""
+}
+
+func checkGustavson(s *session) Result {
+	return s.judge(gustavsonShapes, rmatDraw(13), "gustavson_serial (the library's)", func(pr problem) []Rung {
+		p := pr.(spgemmProblem)
+		var rungs []Rung
+		for _, step := range []struct {
+			name string
+			f    gohost.SpGEMM
+		}{{"gustavson_parallel", sparse.GustavsonParallel}, {"dense_accumulator", sparse.DenseAccumulator}, {"outer_product", sparse.OuterProduct}} {
+			t, err := best(func() (time.Duration, error) {
+				start := time.Now()
+				_, err := step.f(p.a, p.b)
+				return time.Since(start), err
+			})
+			if err == nil {
+				rungs = append(rungs, Rung{Name: step.name, GFLOPS: p.work() / t.Seconds() / 1e9})
+			}
+		}
+		return rungs
+	})
+}
+
+// InspectGo reads a Go exercise's cell without building it: it must not
+// hold the skeleton's TODO line, import what the exercise does not allow
+// (unsafe, reflect and plugin reach past the language; other gpulab
+// packages hold the answers), or use the library's own implementation of
+// the exercise (e.Forbidden). A cell that does not parse is left to the
+// compiler, which says where.
+func (e Exercise) InspectGo(cell string) error {
+	if !e.IsGo() {
+		return fmt.Errorf("%s is a kernel exercise", e.Name)
+	}
+	if todo := e.Flavors[0].TODO; unfinished(cell, todo) {
+		return fmt.Errorf("%s", errUnfinished(e.Name, todo))
+	}
+	if strings.Contains(cell, "//go:linkname") {
+		return fmt.Errorf("your code has a //go:linkname directive, which this exercise does not allow")
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "cell.go", "package main\n"+cell, parser.SkipObjectResolution)
+	if err != nil {
+		return nil
+	}
+	sparseName := "sparse" // goimports adds it by that name
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		switch {
+		case path == "unsafe" || path == "reflect" || path == "plugin":
+			return fmt.Errorf("your code imports %q, which this exercise does not allow", path)
+		case path == "gpulab/engine/sparse" && imp.Name != nil && (imp.Name.Name == "." || imp.Name.Name == "_"):
+			return fmt.Errorf("import gpulab/engine/sparse by a name, not as %q", imp.Name.Name)
+		case path == "gpulab/engine/sparse" && imp.Name != nil:
+			sparseName = imp.Name.Name
+		case path == "gpulab" || strings.HasPrefix(path, "gpulab/") && path != "gpulab/engine/sparse":
+			return fmt.Errorf("your code imports %q: this exercise allows the standard library and gpulab/engine/sparse (its types)", path)
+		}
+	}
+	var used string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok && used == "" {
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == sparseName && slices.Contains(e.Forbidden, sel.Sel.Name) {
+				used = sel.Sel.Name
+			}
+		}
+		return used == ""
+	})
+	if used != "" {
+		return fmt.Errorf("your code uses sparse.%s, the library's own implementation of this exercise: write the algorithm yourself", used)
+	}
+	return nil
 }

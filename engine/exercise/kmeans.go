@@ -6,237 +6,88 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"gpulab/engine"
 	"gpulab/engine/cluster/kmeans"
-	"gpulab/engine/cuda"
-	"gpulab/engine/gemm"
-	"gpulab/engine/opencl"
-	"gpulab/kernels"
+	"gpulab/engine/exercise/wire"
 )
 
 // kmeans/assign: the assignment step of k-means (notebook 04), a thread or
 // work-item per point: labels[i] = the nearest center, dist[i] = the squared
 // distance to it. The reference is step 01 of the k-means ladder (CUDA, or
-// its OpenCL twin), and the Go CPU assignment is timed next to it.
+// its OpenCL twin), and in a notebook the Go CPU assignment is timed next
+// to it.
 func init() {
 	register(Exercise{
 		Name: "kmeans/assign",
 		Doc:  "k-means assignment: assign_naive(x, centers, n, d, k, labels, dist), a thread per point (step 01 of notebook 04)",
-		Flavors: []Flavor{
-			{Lang: LangCUDA, Solution: func() (string, error) { return kernels.CUDA(assignStep) }, devices: cudaDevices,
-				check: func(dev *engine.Device, src string) Result {
-					return checkAssign(cudaAssign(dev.CUDA), src, assignTiming(false))
-				}},
-			{Lang: LangOpenCL, Solution: func() (string, error) { return kernels.OpenCL(assignStep) }, devices: openCLDevices,
-				check: func(dev *engine.Device, src string) Result {
-					return checkAssign(openCLAssign(dev.OpenCL), src, assignTiming(isPoCL(dev.Info)))
-				}},
-		},
+		Flavors: bothFamilies(assignStep, map[string]string{
+			LangCUDA:   "// TODO: thread i = blockIdx.x * blockDim.x + threadIdx.x walks the k",
+			LangOpenCL: "// TODO: work-item i = get_global_id(0) walks the k centers, sums the",
+		}, func(s *session, lang string) Result {
+			timing := [3]int{1 << 17, 128, 32}
+			if isPoCL(s.info) {
+				timing = [3]int{8192, 64, 16}
+			}
+			return s.judge(assignDraws(lang, assignShapes...), assignDraws(lang, timing)[0], "step "+assignStep, assignCPU)
+		}),
 	})
 }
 
 const (
-	assignStep   = "kmeans/01_naive" // the reference kernel, in both families
-	assignKernel = "assign_naive"    // its entry point, which the student's kernel keeps
-	assignBlock  = 256               // threads per block / work-items per group
+	assignStep  = "kmeans/01_naive" // the reference kernel, in both families
+	assignBlock = 256               // threads per block / work-items per group
 )
 
-// assignProblem is one assignment: n points and k centers of d dimensions.
+var assignEntry = entry{name: "assign_naive", decl: map[string]string{
+	LangCUDA:   `extern "C" __global__ void assign_naive(const float* x, const float* centers, int n, int d, int k, int* labels, float* dist)`,
+	LangOpenCL: "__kernel void assign_naive(const __global float* x, const __global float* centers, int n, int d, int k, __global int* labels, __global float* dist)",
+}}
+
+// assignProblem is one assignment: n points and k centers of d dimensions,
+// for a kernel in lang.
 type assignProblem struct {
+	lang       string
 	n, d, k    int
 	x, centers []float32
 }
 
 func (p assignProblem) String() string { return fmt.Sprintf("n=%d d=%d k=%d", p.n, p.d, p.k) }
+func (p assignProblem) rows() int      { return p.n }
 
-// flops counts a subtraction and a fused multiply-add per dimension, center
+// work counts a subtraction and a fused multiply-add per dimension, center
 // and point, as the kmeans suite does.
-func (p assignProblem) flops() float64 { return 2 * float64(p.n) * float64(p.d) * float64(p.k) }
+func (p assignProblem) work() float64 { return 2 * float64(p.n) * float64(p.d) * float64(p.k) }
 
-// newAssignProblem draws points uniformly in [-1, 1)^d and takes the
-// centers among them (so that some distances are exactly 0).
-func newAssignProblem(rng *rand.Rand, n, d, k int) assignProblem {
-	p := assignProblem{n: n, d: d, k: k, x: randomMatrix(rng, n*d), centers: make([]float32, k*d)}
-	for c := range k {
-		i := rng.IntN(n)
-		copy(p.centers[c*d:(c+1)*d], p.x[i*d:(i+1)*d])
-	}
-	return p
+func (p assignProblem) task() wire.Task {
+	return assignEntry.task(p.lang, p.n, assignBlock, p.x, p.centers, p.n, p.d, p.k, wire.Out(p.n), wire.Out(p.n))
 }
 
 // assignShapes are the check's problems: one point, more centers than
 // points, one dimension, and counts that are multiples of no block size.
 var assignShapes = [][3]int{{1, 1, 1}, {5, 3, 7}, {300, 1, 3}, {1000, 37, 5}, {777, 128, 25}}
 
-// assignTiming is the timing problem's shape: small on PoCL (the CPU).
-func assignTiming(small bool) [3]int {
-	if small {
-		return [3]int{8192, 64, 16}
-	}
-	return [3]int{1 << 17, 128, 32}
-}
-
-// assignRun runs an assignment kernel once (src, or the reference when src
-// is "") and returns labels, distances and the kernel's device time.
-type assignRun func(src string, p assignProblem) ([]int32, []float32, time.Duration, error)
-
-func cudaAssign(ctx *cuda.Context) assignRun {
-	return func(src string, p assignProblem) ([]int32, []float32, time.Duration, error) {
-		source := cuda.Source{Name: gemm.ExerciseSourceName, Code: src, Headers: kernels.CUDAFamily.Headers()}
-		if src == "" {
-			source.Name = assignStep + ".cu"
-			var err error
-			if source.Code, err = kernels.CUDA(assignStep); err != nil {
-				return nil, nil, 0, err
+// assignDraws draws points uniformly in [-1, 1)^d and takes the centers
+// among them (so that some distances are exactly 0).
+func assignDraws(lang string, shapes ...[3]int) []draw {
+	var out []draw
+	for _, s := range shapes {
+		out = append(out, func(rng *rand.Rand) (problem, error) {
+			n, d, k := s[0], s[1], s[2]
+			p := assignProblem{lang: lang, n: n, d: d, k: k, x: randomMatrix(rng, n*d), centers: make([]float32, k*d)}
+			for c := range k {
+				i := rng.IntN(n)
+				copy(p.centers[c*d:(c+1)*d], p.x[i*d:(i+1)*d])
 			}
-		}
-		mod, err := ctx.Compile(source)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		fn, err := mod.Function(assignKernel)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("%w (the kernel must be extern \"C\" __global__ void %s(const float* x, const float* centers, int n, int d, int k, int* labels, float* dist))", err, assignKernel)
-		}
-		var bufs []*cuda.Buffer
-		defer func() {
-			for _, b := range bufs {
-				b.Free()
-			}
-		}()
-		alloc := func(b *cuda.Buffer, err error) (*cuda.Buffer, error) {
-			if err == nil {
-				bufs = append(bufs, b)
-			}
-			return b, err
-		}
-		x, err := alloc(cuda.Upload(ctx, p.x))
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		centers, err := alloc(cuda.Upload(ctx, p.centers))
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		labels, err := alloc(cuda.AllocSlice[int32](ctx, p.n))
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		dist, err := alloc(cuda.AllocSlice[float32](ctx, p.n))
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		for _, b := range []*cuda.Buffer{labels, dist} { // -1 and NaN: a point the kernel skips cannot pass
-			if err := b.Memset(0xff, nil); err != nil {
-				return nil, nil, 0, err
-			}
-		}
-		timer, err := ctx.NewTimer(nil)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		defer timer.Destroy()
-		t, err := timer.Time(func() error {
-			return fn.Launch(cuda.Grid1D(p.n, assignBlock), x, centers, p.n, p.d, p.k, labels, dist)
+			return p, nil
 		})
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		lab, err := cuda.Download[int32](labels, p.n)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		dd, err := cuda.Download[float32](dist, p.n)
-		return lab, dd, t, err
 	}
+	return out
 }
 
-func openCLAssign(ctx *opencl.Context) assignRun {
-	return func(src string, p assignProblem) ([]int32, []float32, time.Duration, error) {
-		if src == "" {
-			var err error
-			if src, err = kernels.OpenCL(assignStep); err != nil {
-				return nil, nil, 0, err
-			}
-		}
-		prog, err := ctx.Build(src, "")
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		k, err := prog.Kernel(assignKernel)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("%w (the kernel must be __kernel void %s(const __global float* x, const __global float* centers, int n, int d, int k, __global int* labels, __global float* dist))", err, assignKernel)
-		}
-		var bufs []*opencl.Buffer
-		defer func() {
-			for _, b := range bufs {
-				b.Release()
-			}
-		}()
-		buffer := func(bytes int) (*opencl.Buffer, error) {
-			b, err := ctx.Alloc(bytes)
-			if err == nil {
-				bufs = append(bufs, b)
-			}
-			return b, err
-		}
-		x, err := buffer(4 * len(p.x))
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		centers, err := buffer(4 * len(p.centers))
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		labels, err := buffer(4 * p.n)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		dist, err := buffer(4 * p.n)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		unset := make([]int32, p.n) // -1 and NaN: a point the kernel skips cannot pass
-		for i := range unset {
-			unset[i] = -1
-		}
-		for _, w := range []struct {
-			b    *opencl.Buffer
-			data []int32
-		}{{labels, unset}, {dist, unset}} {
-			if err := opencl.WriteSlice(ctx, w.b, w.data); err != nil {
-				return nil, nil, 0, err
-			}
-		}
-		if err := opencl.WriteSlice(ctx, x, p.x); err != nil {
-			return nil, nil, 0, err
-		}
-		if err := opencl.WriteSlice(ctx, centers, p.centers); err != nil {
-			return nil, nil, 0, err
-		}
-		global := (p.n + assignBlock - 1) / assignBlock * assignBlock
-		ev, err := ctx.Launch(k, []int{global}, []int{assignBlock}, x, centers, int32(p.n), int32(p.d), int32(p.k), labels, dist)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		defer ev.Release()
-		t, err := ev.Duration()
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		lab, dd := make([]int32, p.n), make([]float32, p.n)
-		if err := opencl.ReadSlice(ctx, labels, lab); err != nil {
-			return nil, nil, 0, err
-		}
-		return lab, dd, t, opencl.ReadSlice(ctx, dist, dd)
-	}
-}
-
-// assignMismatch checks labels and distances against the problem, in
-// float64: each label must be a nearest center (any of equals) and its
-// distance the squared distance to it. It describes the first point that
-// is wrong.
-func assignMismatch(p assignProblem, labels []int32, dist []float32) string {
+// mismatch checks labels and distances in float64: each label must be a
+// nearest center (any of equals) and its distance the squared distance to
+// it.
+func (p assignProblem) mismatch(out [][]uint32, rows []int) (string, error) {
+	labels, dist := ints(out[0]), floats(out[1])
 	sq := func(i, c int) float64 {
 		var s float64
 		for j := range p.d {
@@ -245,7 +96,7 @@ func assignMismatch(p assignProblem, labels []int32, dist []float32) string {
 		}
 		return s
 	}
-	for i := range p.n {
+	return each(p.n, rows, func(i int) string {
 		l := int(labels[i])
 		if l < 0 || l >= p.k {
 			return fmt.Sprintf("labels[%d] is %d, not a center (0..%d)", i, l, p.k-1)
@@ -260,54 +111,30 @@ func assignMismatch(p assignProblem, labels []int32, dist []float32) string {
 		if g := float64(dist[i]); !(math.Abs(g-mine) <= tol) {
 			return fmt.Sprintf("point %d: dist[%d] is %g, expected %.6g (the squared distance to center %d)", i, i, dist[i], mine, l)
 		}
-	}
-	return ""
+		return ""
+	}), nil
 }
 
-// checkAssign checks src on assignShapes, then times it, the reference
-// kernel and the Go CPU assignment on the timing problem.
-func checkAssign(run assignRun, src string, timing [3]int) Result {
-	r := Result{}
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, s := range assignShapes {
-		p := newAssignProblem(rng, s[0], s[1], s[2])
-		labels, dist, _, err := run(src, p)
-		if err != nil {
-			r.Compiled, r.Error = runError(err)
-			return r
-		}
-		r.Compiled = true
-		if d := assignMismatch(p, labels, dist); d != "" {
-			r.Error, r.Detail = "wrong result for "+p.String(), d
-			return r
-		}
-	}
-	r.Correct = true
-	p := newAssignProblem(rng, timing[0], timing[1], timing[2])
-	r.Size = p.String()
-	gflops := func(src string) (float64, error) {
-		t, err := best(func() (time.Duration, error) {
-			_, _, t, err := run(src, p)
-			return t, err
-		})
-		return p.flops() / t.Seconds() / 1e9, err
-	}
-	var err error
-	if r.GFLOPS, err = gflops(src); err != nil {
-		r.Correct, r.Error = false, fmt.Sprintf("correct on the small problems, but it failed at %s: %v", p, err)
-		return r
-	}
+// assignCPU times the Go CPU assignment on the timing problem.
+func assignCPU(pr problem) []Rung {
+	p := pr.(assignProblem)
 	x := &kmeans.Matrix{N: p.n, D: p.d, X: p.x}
-	if t, err := best(func() (time.Duration, error) {
-		start := time.Now()
+	return appendGoCPU(nil, p.work(), func() error {
 		_, _, err := kmeans.Assign(x, p.centers, p.k)
+		return err
+	})
+}
+
+// appendGoCPU times the Go CPU version f at its best and, if it ran, adds
+// its speed (work per second, in billions) to the ladder.
+func appendGoCPU(ladder []Rung, work float64, f func() error) []Rung {
+	t, err := best(func() (time.Duration, error) {
+		start := time.Now()
+		err := f()
 		return time.Since(start), err
-	}); err == nil {
-		r.Ladder = append(r.Ladder, Rung{Name: "Go CPU (all cores)", GFLOPS: p.flops() / t.Seconds() / 1e9})
+	})
+	if err != nil {
+		return ladder
 	}
-	if g, err := gflops(""); err == nil {
-		r.Ladder = append(r.Ladder, Rung{Name: "step " + assignStep, GFLOPS: g})
-		r.PctOfRef = 100 * r.GFLOPS / g
-	}
-	return r
+	return append(ladder, Rung{Name: "Go CPU (all cores)", GFLOPS: work / t.Seconds() / 1e9})
 }

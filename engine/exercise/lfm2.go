@@ -6,9 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"gpulab/engine"
 	"gpulab/engine/cpu"
-	"gpulab/engine/cuda"
+	"gpulab/engine/exercise/wire"
 	"gpulab/engine/llm/lfm2"
 	"gpulab/kernels"
 )
@@ -33,28 +32,30 @@ func init() {
 		Name: "lfm2/rmsnorm",
 		Doc:  "RMSNorm of each row: rmsnorm(x, w, width, eps, y), a block of 256 threads per row (notebook 06)",
 		Unit: UnitGBps,
-		Flavors: bothFamilies(rmsnormFile, func(dev *engine.Device, run launcher, solution, src string) Result {
-			timing := [2]int{8192, 2048}
-			if isPoCL(dev.Info) {
+		Flavors: bothFamilies(rmsnormFile, map[string]string{
+			LangCUDA:   "// TODO: block row = blockIdx.x normalizes x[row*width ...]. Each thread",
+			LangOpenCL: "// TODO: group row = get_group_id(0) normalizes x[row*width ...]. Each",
+		}, func(s *session, lang string) Result {
+			timing := [2]int{16384, 2048}
+			if isPoCL(s.info) {
 				timing = [2]int{256, 2048}
 			}
-			var step func(p rmsnormProblem) (float64, error)
-			if dev.CUDA != nil {
-				step = rmsnormStep02(dev.CUDA)
-			}
-			return checkRMSNorm(run, solution, src, timing, step)
+			return s.judge(rmsnormDraws(lang, rmsnormShapes...), rmsnormDraws(lang, timing)[0], "reference solution", s.rmsnormLadder)
 		}),
 	})
 	register(Exercise{
 		Name: "lfm2/router",
 		Doc:  "MoE router: route(logits, bias, tokens, experts, k, norm_topk, scaling, top_idx, top_w), a thread per token (notebook 06)",
 		Unit: UnitGBps,
-		Flavors: bothFamilies(routerFile, func(dev *engine.Device, run launcher, solution, src string) Result {
-			timing := routerShape{tokens: 1 << 18, experts: 32, k: 4, normTopK: true, scaling: 1, bias: true}
-			if isPoCL(dev.Info) {
+		Flavors: bothFamilies(routerFile, map[string]string{
+			LangCUDA:   "// TODO: thread t = blockIdx.x * blockDim.x + threadIdx.x picks its k",
+			LangOpenCL: "// TODO: work-item t = get_global_id(0) picks its k experts one round at a",
+		}, func(s *session, lang string) Result {
+			timing := routerShape{tokens: 1 << 19, experts: 32, k: 4, normTopK: true, scaling: 1, bias: true}
+			if isPoCL(s.info) {
 				timing.tokens = 1 << 15
 			}
-			return checkRouter(run, solution, src, timing)
+			return s.judge(routerDraws(lang, routerShapes...), routerDraws(lang, timing)[0], "reference solution", routerCPU)
 		}),
 	})
 }
@@ -76,70 +77,60 @@ var rmsnormEntry = entry{name: "rmsnorm", decl: map[string]string{
 // just over, and far over a block's 256 threads, and multiples of none.
 var rmsnormShapes = [][2]int{{1, 1}, {3, 37}, {17, 255}, {100, 257}, {7, 2048}, {5, 4100}}
 
-// rmsnormProblem is rows rows of width floats and the weight.
+// rmsnormProblem is n rows of width floats and the weight, for a kernel
+// in lang.
 type rmsnormProblem struct {
-	rows, width int
-	x, w        []float32
+	lang     string
+	n, width int
+	x, w     []float32
 }
 
-func (p rmsnormProblem) String() string { return fmt.Sprintf("rows=%d width=%d", p.rows, p.width) }
+func (p rmsnormProblem) String() string { return fmt.Sprintf("rows=%d width=%d", p.n, p.width) }
+func (p rmsnormProblem) rows() int      { return p.n }
 
-// bytes is what the kernel must move: x read and y written once, and w.
-func (p rmsnormProblem) bytes() float64 { return 4 * float64(2*p.rows*p.width+p.width) }
+// work is what the kernel must move: x read and y written once, and w.
+func (p rmsnormProblem) work() float64 { return 4 * float64(2*p.n*p.width+p.width) }
 
-// newRMSNormProblem scales row r by 10^(r mod 7 − 3), so that eps matters
-// in some rows and not in others, and makes row 1 all zeros (whose norm is
-// 0, not NaN).
-func newRMSNormProblem(rng *rand.Rand, rows, width int) rmsnormProblem {
-	p := rmsnormProblem{rows: rows, width: width, x: randomMatrix(rng, rows*width), w: randomMatrix(rng, width)}
-	for r := range rows {
-		scale := float32(math.Pow(10, float64(r%7-3)))
-		if r == 1 {
-			scale = 0
-		}
-		for i := range width {
-			p.x[r*width+i] *= scale
-		}
+// rmsnormDraws draws rows in [-1, 1) scaled by 10^(r mod 7 − 3), so that
+// eps matters in some rows and not in others, and makes row 1 all zeros
+// (whose norm is 0, not NaN).
+func rmsnormDraws(lang string, shapes ...[2]int) []draw {
+	var out []draw
+	for _, s := range shapes {
+		out = append(out, func(rng *rand.Rand) (problem, error) {
+			rows, width := s[0], s[1]
+			p := rmsnormProblem{lang: lang, n: rows, width: width, x: randomMatrix(rng, rows*width), w: randomMatrix(rng, width)}
+			for r := range rows {
+				scale := float32(math.Pow(10, float64(r%7-3)))
+				if r == 1 {
+					scale = 0
+				}
+				for i := range width {
+					p.x[r*width+i] *= scale
+				}
+			}
+			return p, nil
+		})
 	}
-	return p
+	return out
 }
 
-func (p rmsnormProblem) call(src string) call {
-	return call{source: src, entry: rmsnormEntry, groups: p.rows, local: rmsnormThreads,
-		args: []any{p.x, p.w, p.width, float32(rmsnormEps), output(p.rows * p.width)}}
+func (p rmsnormProblem) task() wire.Task {
+	return rmsnormEntry.task(p.lang, p.n*rmsnormThreads, rmsnormThreads, p.x, p.w, p.width, float32(rmsnormEps), wire.Out(p.n*p.width))
 }
 
-// reference is the CPU's RMSNorm of every row, in parallel.
-func (p rmsnormProblem) reference() ([]float32, error) {
-	y := make([]float32, len(p.x))
-	err := parallelRows(p.rows, func(r int) error {
-		return lfm2.RMSNorm(y[r*p.width:(r+1)*p.width], p.x[r*p.width:(r+1)*p.width], p.w, rmsnormEps)
+// mismatch compares each row with lfm2.RMSNorm's.
+func (p rmsnormProblem) mismatch(out [][]uint32, rows []int) (string, error) {
+	y, want := floats(out[0]), make([]float32, p.width)
+	var err error
+	d := each(p.n, rows, func(r int) string {
+		if err = lfm2.RMSNorm(want, p.x[r*p.width:(r+1)*p.width], p.w, rmsnormEps); err != nil {
+			return "" // reported below
+		}
+		at := func(i int) string { return fmt.Sprintf("y[%d][%d] (index %d)", r, i, r*p.width+i) }
+		return firstMismatch(y[r*p.width:(r+1)*p.width], want, 1e-5, at)
 	})
-	return y, err
-}
-
-// throughput times src's kernel, launched by call, at its best and returns
-// the GB/s of moving bytes.
-func throughput(run launcher, call func(src string) call, bytes float64, src string) (float64, error) {
-	t, err := best(func() (time.Duration, error) {
-		_, t, err := run(call(src))
-		return t, err
-	})
-	return bytes / t.Seconds() / 1e9, err
-}
-
-// appendGoCPU times the Go CPU version f at its best and, if it ran, adds
-// its GB/s of moving bytes to the ladder.
-func appendGoCPU(ladder []Rung, bytes float64, f func() error) []Rung {
-	t, err := best(func() (time.Duration, error) {
-		start := time.Now()
-		err := f()
-		return time.Since(start), err
-	})
-	if err != nil {
-		return ladder
-	}
-	return append(ladder, Rung{Name: "Go CPU (all cores)", GFLOPS: bytes / t.Seconds() / 1e9})
+	return d, err
 }
 
 // parallelRows runs f on rows 0..n−1 on all cores (cpu.Parallel) and
@@ -159,74 +150,36 @@ func parallelRows(n int, f func(r int) error) error {
 	return nil
 }
 
-// checkRMSNorm checks src on rmsnormShapes, then times it, the Go CPU, the
-// reference solution and the ladder's step (if any) at timing [rows, width].
-func checkRMSNorm(run launcher, solution, src string, timing [2]int, step func(p rmsnormProblem) (float64, error)) Result {
-	r := Result{}
-	rng := rand.New(rand.NewPCG(7, 8))
-	for _, s := range rmsnormShapes {
-		p := newRMSNormProblem(rng, s[0], s[1])
-		out, _, err := run(p.call(src))
-		if err != nil {
-			r.Compiled, r.Error = runError(err)
-			return r
-		}
-		r.Compiled = true
-		want, err := p.reference()
-		if err != nil {
-			r.Error = err.Error()
-			return r
-		}
-		at := func(i int) string { return fmt.Sprintf("y[%d][%d] (index %d)", i/p.width, i%p.width, i) }
-		if d := firstMismatch(floats(out[0]), want, 1e-5, at); d != "" {
-			r.Error, r.Detail = "wrong result for "+p.String(), d
-			return r
-		}
-	}
-	r.Correct = true
-	p := newRMSNormProblem(rng, timing[0], timing[1])
-	r.Size = p.String()
-	gbps := func(src string) (float64, error) { return throughput(run, p.call, p.bytes(), src) }
-	var err error
-	if r.GFLOPS, err = gbps(src); err != nil {
-		r.Correct, r.Error = false, fmt.Sprintf("correct on the small problems, but it failed at %s: %v", p, err)
-		return r
-	}
-	r.Ladder = appendGoCPU(r.Ladder, p.bytes(), func() error {
-		_, err := p.reference()
-		return err
-	})
-	if g, err := gbps(solution); err == nil {
-		r.Ladder = append(r.Ladder, Rung{Name: "reference solution", GFLOPS: g})
-		r.PctOfRef = 100 * r.GFLOPS / g
-	}
-	if step != nil {
-		if g, err := step(p); err == nil {
-			r.Ladder = append(r.Ladder, Rung{Name: "step lfm2/02_rmsnorm", GFLOPS: g})
-		}
-	}
-	return r
-}
-
-// rmsnormStep02 times LFM2's own RMSNorm (step 02, compiled for fp32) on a
-// problem, with the engine's launch: a block of 256 threads per row.
-func rmsnormStep02(ctx *cuda.Context) func(p rmsnormProblem) (float64, error) {
-	return func(p rmsnormProblem) (float64, error) {
-		const name = "lfm2/02_rmsnorm"
-		src, err := kernels.CUDA(name)
-		if err != nil {
-			return 0, err
-		}
-		c := call{name: name + ".cu", source: src, options: []string{"-DLFM2_BF16=0"}, entry: entry{name: "rmsnorm"},
-			groups: p.rows, local: rmsnormThreads,
-			args: []any{p.x, 0, 1, p.width, p.w, float32(rmsnormEps), output(p.rows * p.width)}}
-		run := cudaLauncher(ctx)
-		t, err := best(func() (time.Duration, error) {
-			_, t, err := run(c)
-			return t, err
+// rmsnormLadder times, in a notebook, the Go CPU and, on a GPU, LFM2's own
+// RMSNorm (step 02, compiled for fp32, with the engine's launch: a block
+// of 256 threads per row) on the timing problem.
+func (s *session) rmsnormLadder(pr problem) []Rung {
+	p := pr.(rmsnormProblem)
+	y := make([]float32, len(p.x))
+	rungs := appendGoCPU(nil, p.work(), func() error {
+		return parallelRows(p.n, func(r int) error {
+			return lfm2.RMSNorm(y[r*p.width:(r+1)*p.width], p.x[r*p.width:(r+1)*p.width], p.w, rmsnormEps)
 		})
-		return p.bytes() / t.Seconds() / 1e9, err
+	})
+	if s.dev.CUDA == nil {
+		return rungs
 	}
+	const name = "lfm2/02_rmsnorm"
+	src, err := kernels.CUDA(name)
+	if err != nil {
+		return rungs
+	}
+	t := wire.Task{Entry: "rmsnorm", Options: []string{"-DLFM2_BF16=0"}, Grid: [3]int{p.n}, Block: [3]int{rmsnormThreads},
+		Args: []any{p.x, 0, 1, p.width, p.w, float32(rmsnormEps), wire.Out(p.n * p.width)}}
+	run := newKernelRunner(s.dev, name+".cu", src)
+	d, err := best(func() (time.Duration, error) {
+		_, d, err := run.Run([]wire.Task{t})
+		return d, err
+	})
+	if err == nil {
+		rungs = append(rungs, Rung{Name: "step " + name, GFLOPS: p.work() / d.Seconds() / 1e9})
+	}
+	return rungs
 }
 
 // ---- lfm2/router ----
@@ -274,12 +227,15 @@ var routerShapes = []routerShape{
 
 type routerProblem struct {
 	routerShape
+	lang         string
 	logits, bias []float32
 }
 
-// bytes is what the kernel must move: the logits and the biases read, k
+func (p routerProblem) rows() int { return p.tokens }
+
+// work is what the kernel must move: the logits and the biases read, k
 // indices and weights written per token.
-func (p routerProblem) bytes() float64 {
+func (p routerProblem) work() float64 {
 	return 4 * float64(p.tokens*p.experts+p.experts+2*p.tokens*p.k)
 }
 
@@ -289,8 +245,8 @@ func (p routerProblem) bytes() float64 {
 // until every score is routerGap away from the others. Tokens t ≡ 1 (mod 4)
 // copy those experts' logits too, so that they tie; tokens t ≡ 3 (mod 4)
 // have one logit for every expert, so that experts of equal bias tie.
-func newRouterProblem(rng *rand.Rand, s routerShape) routerProblem {
-	p := routerProblem{routerShape: s, logits: make([]float32, s.tokens*s.experts), bias: make([]float32, s.experts)}
+func newRouterProblem(rng *rand.Rand, lang string, s routerShape) routerProblem {
+	p := routerProblem{routerShape: s, lang: lang, logits: make([]float32, s.tokens*s.experts), bias: make([]float32, s.experts)}
 	half := s.experts / 2
 	if s.bias {
 		for e := range p.bias {
@@ -302,6 +258,7 @@ func newRouterProblem(rng *rand.Rand, s routerShape) routerProblem {
 		}
 	}
 	score := func(z, b float32) float32 { return float32(1/(1+math.Exp(-float64(z)))) + b }
+	scores := make([]float32, s.experts) // of the row's experts drawn so far
 	for t := range s.tokens {
 		row := p.logits[t*s.experts : (t+1)*s.experts]
 		if t%4 == 3 {
@@ -313,15 +270,15 @@ func newRouterProblem(rng *rand.Rand, s routerShape) routerProblem {
 		}
 		for e := range row {
 			if t%4 == 1 && e >= half && half > 0 && p.bias[e] == p.bias[e-half] {
-				row[e] = row[e-half]
+				row[e], scores[e] = row[e-half], scores[e-half]
 				continue
 			}
 		draw:
 			for {
 				row[e] = float32(2 * rng.NormFloat64())
-				se := score(row[e], p.bias[e])
+				scores[e] = score(row[e], p.bias[e])
 				for j := range e {
-					if d := math.Abs(float64(score(row[j], p.bias[j]) - se)); d < routerGap && (row[j] != row[e] || p.bias[j] != p.bias[e]) {
+					if d := math.Abs(float64(scores[j] - scores[e])); d < routerGap && (row[j] != row[e] || p.bias[j] != p.bias[e]) {
 						continue draw
 					}
 				}
@@ -332,13 +289,22 @@ func newRouterProblem(rng *rand.Rand, s routerShape) routerProblem {
 	return p
 }
 
-func (p routerProblem) call(src string) call {
+// routerDraws draws a problem of each shape (newRouterProblem).
+func routerDraws(lang string, shapes ...routerShape) []draw {
+	var out []draw
+	for _, s := range shapes {
+		out = append(out, func(rng *rand.Rand) (problem, error) { return newRouterProblem(rng, lang, s), nil })
+	}
+	return out
+}
+
+func (p routerProblem) task() wire.Task {
 	norm := 0
 	if p.normTopK {
 		norm = 1
 	}
-	return call{source: src, entry: routerEntry, groups: groupsOf(p.tokens, routerBlock), local: routerBlock,
-		args: []any{p.logits, p.bias, p.tokens, p.experts, p.k, norm, float32(p.scaling), output(p.tokens * p.k), output(p.tokens * p.k)}}
+	return routerEntry.task(p.lang, p.tokens, routerBlock, p.logits, p.bias, p.tokens, p.experts, p.k, norm, float32(p.scaling),
+		wire.Out(p.tokens*p.k), wire.Out(p.tokens*p.k))
 }
 
 // config is the part of an LFM2 config that the router reads.
@@ -346,38 +312,41 @@ func (p routerProblem) config() *lfm2.Config {
 	return &lfm2.Config{ExpertsPerToken: p.k, NormTopK: p.normTopK, RoutedScaling: p.scaling}
 }
 
-// routerMismatch compares each token's choices and weights with
-// lfm2.Route's and describes the first difference.
-func routerMismatch(p routerProblem, idx []int32, wts []float32) (string, error) {
+// mismatch compares each token's choices and weights with lfm2.Route's.
+func (p routerProblem) mismatch(out [][]uint32, rows []int) (string, error) {
+	idx, wts := ints(out[0]), floats(out[1])
 	c := p.config()
-	for t := range p.tokens {
+	var err error
+	d := each(p.tokens, rows, func(t int) string {
 		row := p.logits[t*p.experts : (t+1)*p.experts]
-		want, wantW, err := lfm2.Route(c, row, p.bias)
-		if err != nil {
-			return "", err
+		var want []int
+		var wantW []float32
+		if want, wantW, err = lfm2.Route(c, row, p.bias); err != nil {
+			return "" // reported below
 		}
 		for j, r := range want { // the choices first: a wrong one changes every weight
 			g := int(idx[t*p.k+j])
 			switch {
 			case g < 0 || g >= p.experts:
-				return fmt.Sprintf("token %d: top_idx[%d][%d] is %d, not an expert (0..%d)", t, t, j, g, p.experts-1), nil
+				return fmt.Sprintf("token %d: top_idx[%d][%d] is %d, not an expert (0..%d)", t, t, j, g, p.experts-1)
 			case g != r && row[g] == row[r] && p.bias[g] == p.bias[r]:
 				return fmt.Sprintf("token %d: experts %d and %d tie (same logit %g and bias %g): ties go to the lower index, so top_idx[%d][%d] is %d, not %d",
-					t, min(g, r), max(g, r), row[r], p.bias[r], t, j, r, g), nil
+					t, min(g, r), max(g, r), row[r], p.bias[r], t, j, r, g)
 			case g != r:
 				return fmt.Sprintf("token %d: top_idx[%d][%d] is expert %d (sigmoid + bias %.6g), expected expert %d (%.6g): the k largest sigmoid(logit) + bias, largest first",
-					t, t, j, g, sigmoidPlus(row[g], p.bias[g]), r, sigmoidPlus(row[r], p.bias[r])), nil
+					t, t, j, g, sigmoidPlus(row[g], p.bias[g]), r, sigmoidPlus(row[r], p.bias[r]))
 			}
 		}
 		for j, r := range want {
 			i := t*p.k + j
 			if w := float64(wantW[j]); !(math.Abs(float64(wts[i])-w) <= 1e-5*max(math.Abs(w), 1)) {
 				return fmt.Sprintf("token %d: top_w[%d][%d] (expert %d) is %g, expected %g (its sigmoid %.6g, without the bias%s)",
-					t, t, j, r, wts[i], wantW[j], sigmoidPlus(row[r], 0), p.weighting()), nil
+					t, t, j, r, wts[i], wantW[j], sigmoidPlus(row[r], 0), p.weighting())
 			}
 		}
-	}
-	return "", nil
+		return ""
+	})
+	return d, err
 }
 
 // weighting says how the reference turns sigmoids into weights.
@@ -395,48 +364,14 @@ func (p routerProblem) weighting() string {
 // sigmoidPlus is an expert's score, sigmoid(z) + b, for the messages.
 func sigmoidPlus(z, b float32) float64 { return 1/(1+math.Exp(-float64(z))) + float64(b) }
 
-// checkRouter checks src on routerShapes, then times it, the Go CPU and the
-// reference solution on the timing problem.
-func checkRouter(run launcher, solution, src string, timing routerShape) Result {
-	r := Result{}
-	rng := rand.New(rand.NewPCG(9, 10))
-	for _, s := range routerShapes {
-		p := newRouterProblem(rng, s)
-		out, _, err := run(p.call(src))
-		if err != nil {
-			r.Compiled, r.Error = runError(err)
-			return r
-		}
-		r.Compiled = true
-		d, err := routerMismatch(p, ints(out[0]), floats(out[1]))
-		if err != nil {
-			r.Error = err.Error()
-			return r
-		}
-		if d != "" {
-			r.Error, r.Detail = "wrong result for "+s.String(), d
-			return r
-		}
-	}
-	r.Correct = true
-	p := newRouterProblem(rng, timing)
-	r.Size = timing.String()
-	gbps := func(src string) (float64, error) { return throughput(run, p.call, p.bytes(), src) }
-	var err error
-	if r.GFLOPS, err = gbps(src); err != nil {
-		r.Correct, r.Error = false, fmt.Sprintf("correct on the small problems, but it failed at %s: %v", timing, err)
-		return r
-	}
+// routerCPU times, in a notebook, the Go CPU router on the timing problem.
+func routerCPU(pr problem) []Rung {
+	p := pr.(routerProblem)
 	c := p.config()
-	r.Ladder = appendGoCPU(r.Ladder, p.bytes(), func() error {
+	return appendGoCPU(nil, p.work(), func() error {
 		return parallelRows(p.tokens, func(t int) error {
 			_, _, err := lfm2.Route(c, p.logits[t*p.experts:(t+1)*p.experts], p.bias)
 			return err
 		})
 	})
-	if g, err := gbps(solution); err == nil {
-		r.Ladder = append(r.Ladder, Rung{Name: "reference solution", GFLOPS: g})
-		r.PctOfRef = 100 * r.GFLOPS / g
-	}
-	return r
 }

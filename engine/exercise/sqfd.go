@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"gpulab/datasets"
-	"gpulab/engine"
 	"gpulab/engine/cluster/kmedoids"
 	"gpulab/engine/cuda"
+	"gpulab/engine/exercise/wire"
 	"gpulab/engine/sqfd"
 )
 
@@ -24,11 +24,15 @@ func init() {
 	register(Exercise{
 		Name: "sqfd/assign",
 		Doc:  "SQFD k-medoids assignment: sqfd_assign(index, features, weights, self, n, dim, medoids, k, alpha, labels, dist), a thread per signature (notebook 05)",
-		Flavors: bothFamilies(sqfdAssignFile, func(dev *engine.Device, run launcher, solution, src string) Result {
-			if dev.CUDA != nil {
-				return checkSQFDAssign(run, solution, src, sqfdTiming(false), kmedoidsSteps(dev.CUDA))
+		Flavors: bothFamilies(sqfdAssignFile, map[string]string{
+			LangCUDA:   "// TODO: thread i = blockIdx.x * blockDim.x + threadIdx.x walks the k",
+			LangOpenCL: "// TODO: work-item i = get_global_id(0) walks the k medoids m = medoids[c].",
+		}, func(s *session, lang string) Result {
+			timing := sqfdShape{1 << 14, 32, 10, 40, 7}
+			if isPoCL(s.info) {
+				timing = sqfdShape{2000, 16, 10, 40, 7}
 			}
-			return checkSQFDAssign(run, solution, src, sqfdTiming(isPoCL(dev.Info)), nil)
+			return s.judge(sqfdDraws(lang, sqfdShapes...), sqfdDraws(lang, timing)[0], "reference solution", s.sqfdLadder)
 		}),
 	})
 }
@@ -59,17 +63,10 @@ func (s sqfdShape) String() string {
 // multiples of no block size.
 var sqfdShapes = []sqfdShape{{1, 1, 1, 1, 1}, {5, 3, 1, 4, 2}, {300, 7, 10, 40, 7}, {777, 25, 1, 20, 3}, {1000, 5, 20, 60, 7}}
 
-// sqfdTiming is the timing problem's shape: small on PoCL (the CPU).
-func sqfdTiming(small bool) sqfdShape {
-	if small {
-		return sqfdShape{2000, 16, 10, 40, 7}
-	}
-	return sqfdShape{1 << 14, 32, 10, 40, 7}
-}
-
 // sqfdProblem is one assignment: the metric (the CPU reference) and the
 // kernel's inputs, the signatures split into flat arrays.
 type sqfdProblem struct {
+	lang              string
 	shape             sqfdShape
 	metric            *sqfd.Metric
 	medoids           []int
@@ -78,9 +75,17 @@ type sqfdProblem struct {
 	self              []float32 // S(i, i) of each signature
 }
 
-// newSQFDProblem draws synthetic signatures (weights summing to 1) and k
+// sqfdDraws draws synthetic signatures (weights summing to 1) and k
 // distinct medoids, then repeats medoid 0 as medoid k−1 when k > 2.
-func newSQFDProblem(rng *rand.Rand, s sqfdShape) (sqfdProblem, error) {
+func sqfdDraws(lang string, shapes ...sqfdShape) []draw {
+	var out []draw
+	for _, s := range shapes {
+		out = append(out, func(rng *rand.Rand) (problem, error) { return newSQFDProblem(rng, lang, s) })
+	}
+	return out
+}
+
+func newSQFDProblem(rng *rand.Rand, lang string, s sqfdShape) (sqfdProblem, error) {
 	sigs, err := datasets.SyntheticSignatures(s.n, s.minC, s.maxC, s.dim, rng.Uint64())
 	if err != nil {
 		return sqfdProblem{}, err
@@ -90,7 +95,7 @@ func newSQFDProblem(rng *rand.Rand, s sqfdShape) (sqfdProblem, error) {
 	if err != nil {
 		return sqfdProblem{}, err
 	}
-	p := sqfdProblem{shape: s, metric: m, medoids: rng.Perm(s.n)[:s.k], index: m.Sigs.Index, self: make([]float32, s.n)}
+	p := sqfdProblem{lang: lang, shape: s, metric: m, medoids: rng.Perm(s.n)[:s.k], index: m.Sigs.Index, self: make([]float32, s.n)}
 	if s.k > 2 {
 		p.medoids[s.k-1] = p.medoids[0]
 	}
@@ -108,9 +113,12 @@ func newSQFDProblem(rng *rand.Rand, s sqfdShape) (sqfdProblem, error) {
 	return p, nil
 }
 
+func (p sqfdProblem) String() string { return p.shape.String() }
+func (p sqfdProblem) rows() int      { return p.shape.n }
+
 // flops counts the useful work: the cross term of every (signature,
 // medoid) pair, sqfd.FlopsPerPair per pair of centroids.
-func (p sqfdProblem) flops() float64 {
+func (p sqfdProblem) work() float64 {
 	var medoidCentroids int
 	for _, c := range p.medoids {
 		medoidCentroids += int(p.index[c+1] - p.index[c])
@@ -118,126 +126,79 @@ func (p sqfdProblem) flops() float64 {
 	return float64(p.index[p.shape.n]) * float64(medoidCentroids) * float64(sqfd.FlopsPerPair(p.shape.dim))
 }
 
-func (p sqfdProblem) call(src string) call {
-	return call{source: src, entry: sqfdAssignEntry, groups: groupsOf(p.shape.n, sqfdBlock), local: sqfdBlock,
-		args: []any{p.index, p.features, p.weights, p.self, p.shape.n, p.shape.dim, p.medoidIDs, p.shape.k, float32(sqfdAlpha),
-			output(p.shape.n), output(p.shape.n)}}
+func (p sqfdProblem) task() wire.Task {
+	return sqfdAssignEntry.task(p.lang, p.shape.n, sqfdBlock, p.index, p.features, p.weights, p.self, p.shape.n, p.shape.dim,
+		p.medoidIDs, p.shape.k, float32(sqfdAlpha), wire.Out(p.shape.n), wire.Out(p.shape.n))
 }
 
-// sqfdMismatch checks labels and distances against the CPU assignment and
-// describes the first signature that is wrong. A label may differ from the
-// CPU's only where the two medoids are equally near within rounding: the
-// bound of engine/sqfd's own GPU checks, 10⁻⁴·(S(i,i) + S(m,m)) on SQFD²;
-// where they are exactly as near (the same signature), the lower index.
-func sqfdMismatch(p sqfdProblem, labels []int32, dist []float32) string {
-	n, k := p.shape.n, p.shape.k
-	want, wantDist := make([]int32, n), make([]float64, n)
-	kmedoids.Assign(p.metric, p.medoids, want, wantDist)
+// mismatch checks labels and distances against the CPU assignment. A
+// label may differ from the CPU's only where the two medoids are equally
+// near within rounding: the bound of engine/sqfd's own GPU checks,
+// 10⁻⁴·(S(i,i) + S(m,m)) on SQFD²; where they are exactly as near (the
+// same signature), the lower index.
+func (p sqfdProblem) mismatch(out [][]uint32, rows []int) (string, error) {
+	labels, dist := ints(out[0]), floats(out[1])
+	k := p.shape.k
 	roundoff2 := func(i, m int) float64 { return 1e-4 * float64(p.self[i]+p.self[m]) }
-	for i := range n {
+	return each(p.shape.n, rows, func(i int) string {
 		l := int(labels[i])
 		if l < 0 || l >= k {
 			return fmt.Sprintf("labels[%d] is %d, not a medoid (0..%d)", i, l, k-1)
 		}
-		w, m := int(want[i]), p.medoids[l]
+		w, wantDist := kmedoids.Nearest(p.metric, i, p.medoids)
+		m := p.medoids[l]
 		d := p.metric.Distance(i, m)
 		switch {
-		case l != w && d == wantDist[i]:
+		case l != w && d == wantDist:
 			return fmt.Sprintf("signature %d is exactly as near to medoid %d as to medoid %d (SQFD %.6g): ties go to the lower index, so labels[%d] is %d, not %d",
 				i, w, l, d, i, w, l)
-		case l != w && d*d > wantDist[i]*wantDist[i]+roundoff2(i, m)+roundoff2(i, p.medoids[w]):
-			return fmt.Sprintf("signature %d: labels[%d] is %d (SQFD %.6g), but medoid %d is nearer (%.6g)", i, i, l, d, w, wantDist[i])
+		case l != w && d*d > wantDist*wantDist+roundoff2(i, m)+roundoff2(i, p.medoids[w]):
+			return fmt.Sprintf("signature %d: labels[%d] is %d (SQFD %.6g), but medoid %d is nearer (%.6g)", i, i, l, d, w, wantDist)
 		}
 		if g := float64(dist[i]); !(math.Abs(g*g-d*d) <= roundoff2(i, m)) {
 			return fmt.Sprintf("signature %d: dist[%d] is %g, expected %.6g (the SQFD to medoid %d, signature %d)", i, i, dist[i], d, l, m)
 		}
-	}
-	return ""
+		return ""
+	}), nil
 }
 
-// checkSQFDAssign checks src on sqfdShapes, then times it, the reference
-// solution, the Go CPU assignment and the ladder's steps (if any) on the
-// timing problem.
-func checkSQFDAssign(run launcher, solution, src string, timing sqfdShape, steps func(p sqfdProblem) []Rung) Result {
-	r := Result{}
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, s := range sqfdShapes {
-		p, err := newSQFDProblem(rng, s)
-		if err != nil {
-			r.Error = err.Error()
-			return r
-		}
-		out, _, err := run(p.call(src))
-		if err != nil {
-			r.Compiled, r.Error = runError(err)
-			return r
-		}
-		r.Compiled = true
-		if d := sqfdMismatch(p, ints(out[0]), floats(out[1])); d != "" {
-			r.Error, r.Detail = "wrong result for "+s.String(), d
-			return r
-		}
-	}
-	r.Correct = true
-	p, err := newSQFDProblem(rng, timing)
-	if err != nil {
-		r.Correct, r.Error = false, err.Error()
-		return r
-	}
-	r.Size = timing.String()
-	gflops := func(src string) (float64, error) {
-		t, err := best(func() (time.Duration, error) {
-			_, t, err := run(p.call(src))
-			return t, err
-		})
-		return p.flops() / t.Seconds() / 1e9, err
-	}
-	if r.GFLOPS, err = gflops(src); err != nil {
-		r.Correct, r.Error = false, fmt.Sprintf("correct on the small problems, but it failed at %s: %v", timing, err)
-		return r
-	}
-	labels, dist := make([]int32, timing.n), make([]float64, timing.n)
-	if t, err := best(func() (time.Duration, error) {
-		start := time.Now()
+// sqfdLadder times, in a notebook, the Go CPU assignment and, on a GPU,
+// k-medoids steps 01 and 02 on the timing problem.
+func (s *session) sqfdLadder(pr problem) []Rung {
+	p := pr.(sqfdProblem)
+	labels, dist := make([]int32, p.shape.n), make([]float64, p.shape.n)
+	rungs := appendGoCPU(nil, p.work(), func() error {
 		kmedoids.Assign(p.metric, p.medoids, labels, dist)
-		return time.Since(start), nil
-	}); err == nil {
-		r.Ladder = append(r.Ladder, Rung{Name: "Go CPU (all cores, float64)", GFLOPS: p.flops() / t.Seconds() / 1e9})
+		return nil
+	})
+	if s.dev.CUDA != nil {
+		rungs = append(rungs, kmedoidsSteps(s.dev.CUDA, p)...)
 	}
-	if g, err := gflops(solution); err == nil {
-		r.Ladder = append(r.Ladder, Rung{Name: "reference solution", GFLOPS: g})
-		r.PctOfRef = 100 * r.GFLOPS / g
-	}
-	if steps != nil {
-		r.Ladder = append(r.Ladder, steps(p)...)
-	}
-	return r
+	return rungs
 }
 
 // kmedoidsSteps times k-medoids assignment steps 01 and 02 (engine/sqfd on
 // one GPU) on a problem; a step that fails is left out.
-func kmedoidsSteps(ctx *cuda.Context) func(p sqfdProblem) []Rung {
-	return func(p sqfdProblem) []Rung {
-		var rungs []Rung
-		for _, step := range []struct{ name, variant string }{
-			{"step kmedoids/01_assign_naive", sqfd.Naive}, {"step kmedoids/02_assign_shared", sqfd.Shared},
-		} {
-			g, err := sqfd.NewKMedoidsGPU([]*cuda.Context{ctx}, p.metric, sqfd.GPUOptions{Assign: step.variant})
-			if err != nil {
-				continue
-			}
-			labels, dist := make([]int32, p.shape.n), make([]float64, p.shape.n)
-			t, err := best(func() (time.Duration, error) {
-				if err := g.Assign(p.medoids, labels, dist); err != nil {
-					return 0, err
-				}
-				return g.Stats()[0].Assign, nil
-			})
-			g.Close()
-			if err == nil {
-				rungs = append(rungs, Rung{Name: step.name, GFLOPS: p.flops() / t.Seconds() / 1e9})
-			}
+func kmedoidsSteps(ctx *cuda.Context, p sqfdProblem) []Rung {
+	var rungs []Rung
+	for _, step := range []struct{ name, variant string }{
+		{"step kmedoids/01_assign_naive", sqfd.Naive}, {"step kmedoids/02_assign_shared", sqfd.Shared},
+	} {
+		g, err := sqfd.NewKMedoidsGPU([]*cuda.Context{ctx}, p.metric, sqfd.GPUOptions{Assign: step.variant})
+		if err != nil {
+			continue
 		}
-		return rungs
+		labels, dist := make([]int32, p.shape.n), make([]float64, p.shape.n)
+		t, err := best(func() (time.Duration, error) {
+			if err := g.Assign(p.medoids, labels, dist); err != nil {
+				return 0, err
+			}
+			return g.Stats()[0].Assign, nil
+		})
+		g.Close()
+		if err == nil {
+			rungs = append(rungs, Rung{Name: step.name, GFLOPS: p.work() / t.Seconds() / 1e9})
+		}
 	}
+	return rungs
 }

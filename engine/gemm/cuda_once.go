@@ -14,6 +14,35 @@ import (
 // with the lines of the source as given.
 const ExerciseSourceName = "exercise.cu"
 
+// CUDALaunch is how the FP32 kernel of step (01_naive to 09_warp_tiling)
+// is launched for shape s: its entry point, launch configuration and
+// compiler options. An exercise launches a student's kernel the same way.
+func CUDALaunch(step string, s Shape) (kernel string, cfg cuda.LaunchConfig, options []string, err error) {
+	st, err := cudaFP32Step(step)
+	if err != nil {
+		return "", cfg, nil, err
+	}
+	if st.vecElem > 0 {
+		options = []string{vecOption(s, st.vecElem)}
+	}
+	return st.kernel, st.launch(s), options, nil
+}
+
+// cudaFP32Step is the FP32 kernel step of that name.
+func cudaFP32Step(step string) (cudaStep, error) {
+	var names []string
+	for _, c := range cudaSteps() {
+		if c.kernel == "" || c.tuned || c.hopper || c.Precision != FP32 {
+			continue
+		}
+		names = append(names, c.Name)
+		if c.Name == step {
+			return c, nil
+		}
+	}
+	return cudaStep{}, fmt.Errorf("gemm: no FP32 CUDA kernel step %q (have: %s)", step, strings.Join(names, ", "))
+}
+
 // CUDAGEMM computes C = A·B once on ctx with one FP32 kernel step of the
 // CUDA ladder (01_naive to 09_warp_tiling) and returns C and the kernel's
 // device time. Source, if set, is compiled instead of the step's file, with
@@ -30,38 +59,25 @@ func CUDAGEMM(ctx *cuda.Context, step, source string, s Shape, a, b []float32) (
 	if len(a) != s.M*s.K || len(b) != s.K*s.N {
 		return nil, 0, fmt.Errorf("gemm: shape %s: A has %d elements and B %d, want %d and %d", s, len(a), len(b), s.M*s.K, s.K*s.N)
 	}
-	var st *cudaStep
-	var names []string
-	for _, c := range cudaSteps() {
-		if c.kernel == "" || c.tuned || c.hopper || c.Precision != FP32 {
-			continue
-		}
-		names = append(names, c.Name)
-		if c.Name == step {
-			st = &c
-		}
+	st, err := cudaFP32Step(step)
+	if err != nil {
+		return nil, 0, err
 	}
-	if st == nil {
-		return nil, 0, fmt.Errorf("gemm: no FP32 CUDA kernel step %q (have: %s)", step, strings.Join(names, ", "))
-	}
-	src := cuda.Source{Name: ExerciseSourceName, Code: source, Headers: kernels.CUDAFamily.Headers()}
+	kernel, cfg, options, _ := CUDALaunch(step, s)
+	src := cuda.Source{Name: ExerciseSourceName, Code: source, Headers: kernels.CUDAFamily.Headers(), Options: options}
 	if source == "" {
 		src.Name = "gemm/" + st.fileName() + ".cu"
-		var err error
 		if src.Code, err = kernels.CUDA("gemm/" + st.fileName()); err != nil {
 			return nil, 0, err
 		}
-	}
-	if st.vecElem > 0 {
-		src.Options = []string{vecOption(s, st.vecElem)}
 	}
 	mod, err := ctx.Compile(src)
 	if err != nil {
 		return nil, 0, err
 	}
-	fn, err := mod.Function(st.kernel)
+	fn, err := mod.Function(kernel)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w (the kernel must be extern \"C\" __global__ void %s(int M, int N, int K, const float* A, const float* B, float* C))", src.Name, err, st.kernel)
+		return nil, 0, fmt.Errorf("%s: %w (the kernel must be %s)", src.Name, err, CUDADecl(kernel))
 	}
 	da, err := cuda.Upload(ctx, a)
 	if err != nil {
@@ -86,10 +102,22 @@ func CUDAGEMM(ctx *cuda.Context, step, source string, s Shape, a, b []float32) (
 		return nil, 0, err
 	}
 	defer timer.Destroy()
-	d, err := timer.Time(func() error { return fn.Launch(st.launch(s), s.M, s.N, s.K, da, db, dc) })
+	d, err := timer.Time(func() error { return fn.Launch(cfg, s.M, s.N, s.K, da, db, dc) })
 	if err != nil {
 		return nil, 0, err
 	}
 	c, err := cuda.Download[float32](dc, s.M*s.N)
 	return c, d, err
 }
+
+// CUDADecl is the declaration of a CUDA GEMM step's kernel.
+func CUDADecl(kernel string) string {
+	return `extern "C" __global__ void ` + kernel + `(int M, int N, int K, const float* A, const float* B, float* C)`
+}
+
+// OpenCLKernel is the __kernel function every OpenCL step's file defines,
+// and OpenCLDecl its declaration.
+const (
+	OpenCLKernel = "gemm"
+	OpenCLDecl   = "__kernel void gemm(int M, int N, int K, const __global float* A, const __global float* B, __global float* C)"
+)

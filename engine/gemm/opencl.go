@@ -35,9 +35,6 @@ import (
 // memory) gets the next. The kernels are built without -cl-fast-relaxed-math:
 // it implies -cl-finite-math-only, under which a NaN in A need not reach C.
 
-// openCLKernel is the __kernel function every step's file defines.
-const openCLKernel = "gemm"
-
 // OpenCLConfig is one set of tile parameters of an OpenCL step and the
 // launch geometry they imply.
 type OpenCLConfig struct {
@@ -335,7 +332,7 @@ func clBuild(ctx *opencl.Context, dev opencl.DeviceInfo, cfg OpenCLConfig) (*clB
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Options(), err)
 	}
-	k, err := prog.Kernel(openCLKernel)
+	k, err := prog.Kernel(OpenCLKernel)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Options(), err)
 	}

@@ -219,15 +219,22 @@ func Run(p Passes, cfg Config) (*Result, error) {
 func Assign(m Metric, medoids []int, labels []int32, dist []float64) {
 	cpu.Parallel(m.Len(), 64, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			best, bestD := 0, m.Distance(i, medoids[0])
-			for c := 1; c < len(medoids); c++ {
-				if d := m.Distance(i, medoids[c]); d < bestD {
-					best, bestD = c, d
-				}
-			}
+			best, bestD := Nearest(m, i, medoids)
 			labels[i], dist[i] = int32(best), bestD
 		}
 	})
+}
+
+// Nearest is item i's nearest medoid (the first of equals) and its
+// distance.
+func Nearest(m Metric, i int, medoids []int) (int, float64) {
+	best, bestD := 0, m.Distance(i, medoids[0])
+	for c := 1; c < len(medoids); c++ {
+		if d := m.Distance(i, medoids[c]); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best, bestD
 }
 
 // Clusters lists the items of each cluster in item order (the seed's

@@ -1,0 +1,401 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"gpulab/engine"
+	"gpulab/engine/exercise"
+	"gpulab/engine/exercise/wire"
+	"gpulab/engine/sandbox"
+
+	"golang.org/x/tools/go/ast/astutil"
+)
+
+// converse starts spec in the sandbox, speaks package wire to it on a
+// socket of its own (its file descriptor 3) and judges it, all within the
+// time limit. What the worker prints goes into the result's Output and
+// nowhere else. It returns the result and the isolation the worker ran
+// under.
+func (g *grader) converse(spec sandbox.Spec, setup wire.Setup, committed bool, judge func(exercise.Runner) exercise.Result) (exercise.Result, string) {
+	isolation := g.sb.Describe(spec)
+	fail := func(format string, args ...any) (exercise.Result, string) {
+		return exercise.Result{Exercise: g.exercise.Name, Error: fmt.Sprintf(format, args...)}, isolation
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fail("socketpair: %v", err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "worker"), os.NewFile(uintptr(fds[1]), "grader")
+	defer ours.Close()
+	out := &cappedBuffer{limit: 8 << 10}
+	spec.ExtraFiles, spec.Stdout, spec.Stderr, spec.Hide = []*os.File{theirs}, out, out, g.hide
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	p, err := g.sb.Start(ctx, spec)
+	theirs.Close()
+	if err != nil {
+		return fail("could not start the check process: %v", err)
+	}
+	w := &worker{exited: make(chan struct{}), timeout: g.timeout, ctx: ctx, out: out}
+	go func() { w.status = p.Wait(); close(w.exited) }()
+	r := w.talk(ours, setup, committed, judge)
+	cancel() // whatever is left of the worker dies now
+	<-w.exited
+	r.Output = out.String()
+	return r, isolation
+}
+
+// worker is one running worker, seen from the grader.
+type worker struct {
+	ctx     context.Context
+	timeout time.Duration
+	out     *cappedBuffer
+	exited  chan struct{} // closed when the process has ended
+	status  error         // its exit status, once exited is closed
+}
+
+// talk holds the conversation: Hello, the judge's tasks, Bye. After Bye a
+// worker has two seconds to exit with status 0.
+func (w *worker) talk(sock *os.File, setup wire.Setup, committed bool, judge func(exercise.Runner) exercise.Result) exercise.Result {
+	nc, err := net.FileConn(sock)
+	if err != nil {
+		return exercise.Result{Error: err.Error()}
+	}
+	defer nc.Close()
+	deadline, _ := w.ctx.Deadline()
+	nc.SetDeadline(deadline)
+	conn, err := wire.Dial(nc, setup)
+	var client *wire.Client
+	if err == nil {
+		client, err = wire.NewClient(conn, committed)
+	}
+	if err != nil {
+		return exercise.Result{Error: w.explain(err).Error()}
+	}
+	r := judge(runnerFunc(func(ts []wire.Task) ([][][]uint32, time.Duration, error) {
+		outs, took, err := client.Run(ts)
+		if err != nil {
+			err = w.explain(err)
+		}
+		return outs, took, err
+	}))
+	if w.ctx.Err() != nil {
+		return w.timedOut(r)
+	}
+	if err := client.Close(); err != nil {
+		r.Correct, r.Error = false, w.explain(err).Error()
+		return r
+	}
+	select {
+	case <-w.exited:
+		if w.status != nil && r.Correct {
+			r.Correct, r.Error = false, fmt.Sprintf("the check process ended with %v after its last task", w.status)
+		}
+	case <-time.After(2 * time.Second):
+		if r.Correct {
+			r.Correct, r.Error = false, "the check process did not exit after its last task"
+		}
+	}
+	return r
+}
+
+// timedOut is r, failed for the time limit.
+func (w *worker) timedOut(r exercise.Result) exercise.Result {
+	r.Correct, r.Error, r.Detail = false, fmt.Sprintf("did not finish within %v (an endless loop?)", w.timeout), ""
+	return r
+}
+
+// explain turns a broken conversation into the reason a student can act
+// on: the time limit, a process that ended (with its status and last
+// words), or a protocol violation. A fault (a compile or a run error) is
+// the worker's report and stays as it is.
+func (w *worker) explain(err error) error {
+	var fe *wire.FaultError
+	var pe *wire.ProtocolError
+	switch {
+	case errors.As(err, &fe):
+		return err
+	case w.ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("did not finish within %v (an endless loop?)", w.timeout)
+	case errors.As(err, &pe):
+		return fmt.Errorf("the check process broke the grading protocol (%v): nothing it sent counts", pe.Msg)
+	}
+	status := "still running"
+	select {
+	case <-w.exited:
+		status = "exit status 0"
+		if w.status != nil {
+			status = w.status.Error()
+		}
+	case <-time.After(2 * time.Second):
+	}
+	last := lastWords(w.out.String())
+	if last != "" {
+		last = ": " + last
+	}
+	return fmt.Errorf("the check process ended before it reported (%s)%s", status, last)
+}
+
+// lastWords is the line of a process's output that says why it died: a
+// Go runtime's fatal error or panic, else the last line.
+func lastWords(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "fatal error: ") || strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "runtime: out of memory") {
+			return l
+		}
+	}
+	return lastLine(out)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// runnerFunc adapts a function to exercise.Runner.
+type runnerFunc func(ts []wire.Task) ([][][]uint32, time.Duration, error)
+
+func (f runnerFunc) Run(ts []wire.Task) ([][][]uint32, time.Duration, error) { return f(ts) }
+
+// wireSetup is the Hello of a kernel worker.
+func wireSetup(name, lang, device, src string) wire.Setup {
+	return wire.Setup{Exercise: name, Lang: lang, Device: device, Source: src}
+}
+
+// cappedBuffer keeps the first limit bytes written to it and says how
+// many more there were; safe for concurrent writers (stdout and stderr).
+type cappedBuffer struct {
+	mu      sync.Mutex
+	limit   int
+	buf     bytes.Buffer
+	dropped int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keep := min(len(p), c.limit-c.buf.Len())
+	c.buf.Write(p[:keep])
+	c.dropped += len(p) - keep
+	return len(p), nil
+}
+
+func (c *cappedBuffer) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dropped > 0 {
+		return fmt.Sprintf("%s\n[… %d more bytes not kept]", c.buf.String(), c.dropped)
+	}
+	return c.buf.String()
+}
+
+// ---- Go exercises ----
+
+// goVersion is the Go version of the generated module and workspace: the
+// one this lab was built with, which go.mod requires too.
+var goVersion = strings.TrimPrefix(runtime.Version(), "go")
+
+// goBuild is what building a Go exercise's cell needs: the checkout, the
+// toolchain, the module cache and a build cache of the grader's own.
+type goBuild struct {
+	root, goroot, modcache, gocache, goimports string
+}
+
+// goBuilder finds the checkout (GPULAB_ROOT, else the working directory)
+// and the go command's directories.
+func goBuilder() (*goBuild, error) {
+	root := os.Getenv("GPULAB_ROOT")
+	if root == "" {
+		root, _ = os.Getwd()
+	}
+	if data, err := os.ReadFile(filepath.Join(root, "go.mod")); err != nil || !strings.HasPrefix(string(data), "module gpulab") {
+		return nil, errors.New("grading a Go exercise needs the gpulab checkout: run lab from the repository root or set GPULAB_ROOT")
+	}
+	env := func(name string) (string, error) {
+		out, err := exec.Command("go", "env", name).Output()
+		if err != nil {
+			return "", fmt.Errorf("grading a Go exercise needs the go command: go env %s: %v", name, err)
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	b := &goBuild{root: root}
+	var err error
+	if b.goroot, err = env("GOROOT"); err != nil {
+		return nil, err
+	}
+	if b.modcache, err = env("GOMODCACHE"); err != nil {
+		return nil, err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	// A build cache of the grader's own: only the compiler writes to it.
+	b.gocache = filepath.Join(cache, "gpulab", "grade-gocache")
+	if err := os.MkdirAll(b.gocache, 0o700); err != nil {
+		return nil, err
+	}
+	for _, gi := range []string{filepath.Join(root, ".tools", "bin", "goimports"), "goimports"} {
+		if p, err := exec.LookPath(gi); err == nil {
+			b.goimports, _ = filepath.Abs(p)
+			break
+		}
+	}
+	return b, nil
+}
+
+// gradeGo checks a Go exercise's cell: read (no shortcuts, no TODO),
+// built in the sandbox, then run as a worker in the sandbox, and placed
+// against the reference solution built and run the same way.
+func (g *grader) gradeGo(cell string, i int) (exercise.Result, string) {
+	e := g.exercise
+	if err := e.InspectGo(cell); err != nil {
+		return exercise.Result{Exercise: e.Name, Error: err.Error()}, ""
+	}
+	r, isolation := g.goWorker(cell, strconv.Itoa(i))
+	g.pctOfReference(&r, exercise.LangGo, func() (exercise.Result, string) {
+		sol, err := e.Flavors[0].Solution()
+		if err != nil {
+			return exercise.Result{Error: err.Error()}, ""
+		}
+		return g.goWorker(sol, "reference")
+	})
+	return r, isolation
+}
+
+// goWorker builds cell and runs the check with the program as its worker.
+func (g *grader) goWorker(cell, tag string) (exercise.Result, string) {
+	e := g.exercise
+	r := exercise.Result{Exercise: e.Name}
+	if g.build == nil {
+		var err error
+		if g.build, err = goBuilder(); err != nil {
+			r.Error = err.Error()
+			return r, ""
+		}
+	}
+	bin, err := g.buildGo(cell, tag)
+	if err != nil {
+		r.Error = err.Error()
+		return r, ""
+	}
+	f := e.Flavors[0]
+	info := engine.Info{ID: "cpu", Name: "Go", Kind: engine.CPU}
+	spec := sandbox.Spec{Path: bin, Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp"}, Limits: g.limits(false), DropUser: true}
+	return g.converse(spec, wire.Setup{Exercise: e.Name, Lang: exercise.LangGo, Device: info.ID}, true,
+		func(run exercise.Runner) exercise.Result { return e.Judge(f, cell, info, run) })
+}
+
+// buildGo builds the marked cell into a program next to this checkout (a
+// Go workspace), in the sandbox, with its imports completed by goimports
+// as GoNB does. The build runs no student code; it is sandboxed anyway,
+// with the checkout, the toolchain and the module cache read-only. It
+// returns the program, readable and runnable by the sandbox's user.
+func (g *grader) buildGo(cell, tag string) (string, error) {
+	b := g.build
+	dir := filepath.Join(g.work, "go-"+tag)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	files := map[string]string{
+		"go.mod":     "module submission\n\ngo " + goVersion + "\n",
+		"go.work":    fmt.Sprintf("go %s\n\nuse (\n\t.\n\t%q\n)\n", goVersion, b.root),
+		"student.go": withImport(cell, "gpulab/engine/sparse"),
+		"main.go":    "package main\n\nimport \"gpulab/engine/exercise/gohost\"\n\nfunc main() { " + g.exercise.GoMain + " }\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return "", err
+		}
+	}
+	script := "go build -trimpath -o submission ."
+	readOnly := []string{b.root, b.goroot, b.modcache}
+	if b.goimports != "" {
+		script = "'" + b.goimports + "' -w student.go; " + script
+		readOnly = append(readOnly, b.goimports)
+	}
+	var errOut cappedBuffer
+	errOut.limit = 64 << 10
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	p, err := g.sb.Start(ctx, sandbox.Spec{
+		Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, TmpSize: 1 << 30,
+		Env: []string{"PATH=" + filepath.Join(b.goroot, "bin") + ":/usr/bin:/bin", "HOME=/tmp", "GOROOT=" + b.goroot,
+			"GOMODCACHE=" + b.modcache, "GOCACHE=" + b.gocache, "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local",
+			"CGO_ENABLED=0", "GOWORK=" + filepath.Join(dir, "go.work"), "GOFLAGS=", "GOTMPDIR=/tmp"},
+		ReadOnly: readOnly, Writable: []string{dir, b.gocache}, Hide: g.hide, Stdout: &errOut, Stderr: &errOut,
+		Limits: sandbox.Limits{AddressSpace: 16 << 30, CPU: 20 * time.Minute, Procs: 512, FileSize: 1 << 30, OpenFiles: 4096},
+	})
+	if err != nil {
+		return "", fmt.Errorf("could not start the build: %v", err)
+	}
+	if err := p.Wait(); err != nil {
+		msg := errOut.String()
+		if m := goErrPos.FindStringSubmatchIndex(msg); m != nil {
+			return "", fmt.Errorf("does not compile: %s", firstLine(cellLine(dir, g.exercise.Name, cell, msg, m)))
+		}
+		return "", fmt.Errorf("does not build (%v): %s", err, lastLine(msg))
+	}
+	bin := filepath.Join(dir, "submission")
+	return bin, os.Chmod(bin, 0o555)
+}
+
+// withImport is the cell as a file of package main that imports path
+// (after the cell's own imports, which a GoNB cell may have): goimports
+// then completes the others. A cell that does not parse is left as it is,
+// for the compiler to say where.
+func withImport(cell, path string) string {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "student.go", "package main\n\n"+cell, parser.ParseComments)
+	if err != nil {
+		return "package main\n\n" + cell
+	}
+	astutil.AddImport(fset, f, path)
+	var b bytes.Buffer
+	if err := format.Node(&b, fset, f); err != nil {
+		return "package main\n\n" + cell
+	}
+	return b.String()
+}
+
+// goErrPos finds a compiler position in student.go.
+var goErrPos = regexp.MustCompile(`\./student\.go:(\d+):(\d+): `)
+
+// cellLine rewrites the first compiler error's position (match m in msg)
+// as a line of the student's cell. student.go is the cell after
+// withImport and goimports rewrote its header; the marker line, found in
+// both, maps one onto the other.
+func cellLine(dir, name, cell, msg string, m []int) string {
+	n, _ := strconv.Atoi(msg[m[2]:m[3]])
+	data, _ := os.ReadFile(filepath.Join(dir, "student.go"))
+	marker := "// EXERCISE " + name
+	shift := markerLine(string(data), marker) - markerLine(cell, marker)
+	return fmt.Sprintf("line %d, column %s: %s", n-shift, msg[m[4]:m[5]], msg[m[1]:])
+}
+
+// markerLine is the line (from 1) of text that holds marker, or 1.
+func markerLine(text, marker string) int {
+	for i, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, marker) {
+			return i + 1
+		}
+	}
+	return 1
+}
