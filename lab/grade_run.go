@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"go/format"
 	"go/parser"
 	"go/token"
@@ -136,6 +137,8 @@ func (w *worker) explain(err error) error {
 		return fmt.Errorf("did not finish within %v (an endless loop?)", w.timeout)
 	case errors.As(err, &pe):
 		return fmt.Errorf("the check process broke the grading protocol (%v): nothing it sent counts", pe.Msg)
+	case !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE):
+		return fmt.Errorf("the grader could not run the check: %w", err) // not the submission's doing
 	}
 	status := "still running"
 	select {

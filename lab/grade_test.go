@@ -440,12 +440,12 @@ func TestGradeFallback(t *testing.T) {
 	g := newGradeRun(t)
 	attacks := []attack{
 		{file: "ann.go", src: solution(t, "sparse/gustavson", exercise.LangGo), correct: true},
-		{file: "dan.go", src: goHead + "\tfor {\n\t}\n}\n", want: "did not finish within 5s"},
+		{file: "dan.go", src: goHead + "\tfor {\n\t}\n}\n", want: "did not finish within 10s"},
 		{file: "detach.go", src: "func init() {\n\tcmd := exec.Command(\"/bin/sleep\", \"1000\")\n\tcmd.Env = []string{\"GPULAB_TEST_MARKER=" + g.marker + "\"}\n" +
 			"\tcmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}\n\tcmd.Start()\n}\n\n" + goHead + "\treturn nil, errors.New(\"a child was left behind\")\n}\n",
 			want: "a child was left behind"},
 	}
-	rows, _ := g.grade("sparse/gustavson", 5*time.Second, attacks, "--sandbox", "none")
+	rows, _ := g.grade("sparse/gustavson", 10*time.Second, attacks, "--sandbox", "none")
 	g.check(rows, attacks, false)
 	md, _ := os.ReadFile(g.gradesMD)
 	if !strings.Contains(string(md), "Isolation: NO SANDBOX") {

@@ -36,7 +36,7 @@ func init() {
 			LangCUDA:   "// TODO: block row = blockIdx.x normalizes x[row*width ...]. Each thread",
 			LangOpenCL: "// TODO: group row = get_group_id(0) normalizes x[row*width ...]. Each",
 		}, func(s *session, lang string) Result {
-			timing := [2]int{16384, 2048}
+			timing := [2]int{8192, 2048}
 			if isPoCL(s.info) {
 				timing = [2]int{256, 2048}
 			}
@@ -51,7 +51,7 @@ func init() {
 			LangCUDA:   "// TODO: thread t = blockIdx.x * blockDim.x + threadIdx.x picks its k",
 			LangOpenCL: "// TODO: work-item t = get_global_id(0) picks its k experts one round at a",
 		}, func(s *session, lang string) Result {
-			timing := routerShape{tokens: 1 << 19, experts: 32, k: 4, normTopK: true, scaling: 1, bias: true}
+			timing := routerShape{tokens: 1 << 18, experts: 32, k: 4, normTopK: true, scaling: 1, bias: true}
 			if isPoCL(s.info) {
 				timing.tokens = 1 << 15
 			}
