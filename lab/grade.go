@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -144,7 +145,7 @@ func (g *grader) gradeFile(f submission, i int) (exercise.Result, string) {
 // logLine is a result in a line of the log.
 func logLine(r exercise.Result) string {
 	if r.Correct {
-		return fmt.Sprintf("correct: %.3g %s at %s on %s", r.GFLOPS, r.SpeedUnit(), r.Size, r.Device)
+		return fmt.Sprintf("correct: %s %s at %s on %s", speedText(r.GFLOPS), r.SpeedUnit(), r.Size, r.Device)
 	}
 	return "not correct: " + firstLine(r.Error+" "+r.Detail)
 }
@@ -392,7 +393,7 @@ func gradeMarkdown(rows []gradeRow, unit string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| student | compiled | correct | %s | %% of reference | error |\n|---|---|---|---:|---:|---|\n", unit)
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %.3g | %.0f%% | %s |\n", mdCell(r.Student), yesNo(r.Compiled), yesNo(r.Correct), r.GFLOPS, r.PctOfRef,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f%% | %s |\n", mdCell(r.Student), yesNo(r.Compiled), yesNo(r.Correct), speedText(r.GFLOPS), r.PctOfRef,
 			mdCell(firstLine(r.Error+" "+r.Detail)))
 	}
 	seen := map[string]bool{"": true}
@@ -409,6 +410,19 @@ func gradeMarkdown(rows []gradeRow, unit string) string {
 		}
 	}
 	return b.String()
+}
+
+// speedText is a speed with three significant digits, and no exponent:
+// 8910, 246, 4.71, 0.0607.
+func speedText(v float64) string {
+	digits := 2
+	for m := 10.0; m <= v && digits > 0; m *= 10 {
+		digits--
+	}
+	if v < 1 {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	return strconv.FormatFloat(v, 'f', digits, 64)
 }
 
 // mdCell escapes text for a Markdown table cell: one line, with every

@@ -539,6 +539,11 @@ func TestGradeTables(t *testing.T) {
 		{Student: "mallory | yes | yes | 50.0 | 100% |", Result: exercise.Result{Error: "x | y\nz", Output: "```\n| fake | row |"}},
 		{Student: "=HYPERLINK(\"http://evil\")", Result: exercise.Result{}},
 	}
+	for v, want := range map[float64]string{8912.4: "8912", 246.04: "246", 47.13: "47.1", 4.713: "4.71", 0.06071: "0.0607", 0: "0"} {
+		if got := speedText(v); got != want {
+			t.Errorf("speedText(%g) = %q, want %q", v, got, want)
+		}
+	}
 	for _, tc := range []struct{ unit, md, csv string }{
 		{exercise.UnitGFLOPS, "| student | compiled | correct | GFLOP/s | % of reference | error |", "student,compiled,correct,gflops,"},
 		{exercise.UnitGBps, "| student | compiled | correct | GB/s | % of reference | error |", "student,compiled,correct,gbps,"},
