@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,11 +18,17 @@ import (
 	"gpulab/engine"
 	"gpulab/engine/bench"
 	"gpulab/engine/cuda"
+	"gpulab/engine/llm/hub"
 	"gpulab/engine/llm/lfm2"
 	"gpulab/engine/llm/tokenizer"
 )
 
 const lfm2Usage = `usage:
+  lab lfm2 pull REPO_ID [--revision R] [--dir D]
+      download a model from the Hugging Face hub ($HF_ENDPOINT, default huggingface.co; $HF_TOKEN
+      for gated models): configs, tokenizer and safetensors, resumed if interrupted, sizes and
+      checksums verified; prints the directory, which --model then takes (default: the user cache,
+      gpulab/models/OWNER/NAME)
   lab lfm2 run --model DIR --prompt TEXT --max-new N [--device D] [--dtype f32|bf16]
                [--temperature T --top-p P --seed S]
       generate after the prompt (tokenized with DIR/tokenizer.json), streaming the text;
@@ -253,6 +261,8 @@ func lfm2Cmd(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("want run, logits or bench")}
 	}
 	switch args[0] {
+	case "pull":
+		return lfm2Pull(args[1:], stdout, stderr)
 	case "run":
 		return lfm2Run(args[1:], stdout, stderr)
 	case "logits":
@@ -265,6 +275,33 @@ func lfm2Cmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(stderr, lfm2Usage)
 	return usageError{fmt.Errorf("unknown subcommand %q", args[0])}
+}
+
+// lfm2Pull downloads a model from the hub and prints its directory.
+func lfm2Pull(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lfm2 pull", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, lfm2Usage) }
+	revision := fs.String("revision", "main", "a branch, tag or commit")
+	dir := fs.String("dir", "", "where the files go (default: the user cache, gpulab/models/OWNER/NAME)")
+	repo, err := oneArg(fs, args, "repository id (OWNER/NAME)")
+	if err != nil {
+		return err
+	}
+	if *dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return fmt.Errorf("no --dir and no user cache directory: %v", err)
+		}
+		*dir = filepath.Join(cache, "gpulab", "models", filepath.FromSlash(repo))
+	}
+	r, err := hub.Pull(context.Background(), repo, *dir, hub.Options{Revision: *revision, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s at %s: %d files in %s\n", r.ID, r.Commit, len(r.Files), *dir)
+	fmt.Fprintln(stdout, *dir)
+	return nil
 }
 
 // lfm2Flags is a flag set with the flags every subcommand has.

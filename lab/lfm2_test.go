@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 
 	"gpulab/datasets"
 	"gpulab/engine/cuda/cudatest"
+	"gpulab/engine/llm/hub/hubtest"
 	"gpulab/engine/llm/lfm2"
 	"gpulab/engine/llm/tokenizer"
 )
@@ -109,6 +111,42 @@ func TestLFM2Run(t *testing.T) {
 	}
 	if !strings.Contains(errs, "prompt 3 tokens") || !strings.Contains(errs, "decode") {
 		t.Errorf("stderr %q: want the prefill and decode rates", errs)
+	}
+}
+
+// TestLFM2Pull: a model pulled from a hub (a local one, at HF_ENDPOINT)
+// is a directory that lab lfm2 run takes, and gives the text it gives
+// from the original; a bad id is a usage error.
+func TestLFM2Pull(t *testing.T) {
+	src, _, _, _ := lfm2TestModel(t)
+	files := map[string][]byte{}
+	for _, name := range []string{"config.json", "model.safetensors", "tokenizer.json"} {
+		data, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = data
+	}
+	srv := httptest.NewServer(&hubtest.Hub{Repo: "gpulab/tiny", Files: files, LFS: map[string]bool{"model.safetensors": true}})
+	defer srv.Close()
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	dir := filepath.Join(t.TempDir(), "tiny")
+	code, stdout, errs := lab("lfm2", "pull", "gpulab/tiny", "--dir", dir)
+	if code != 0 || strings.TrimSpace(stdout) != dir || !strings.Contains(errs, "model.safetensors: ") {
+		t.Fatalf("exit %d, stdout %q: %s", code, stdout, errs)
+	}
+	run := func(model string) string {
+		code, out, errs := lab("lfm2", "run", "--model", model, "--prompt", "hi", "--max-new", "5")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		return out
+	}
+	if a, b := run(src), run(dir); a != b {
+		t.Errorf("the pulled model writes %q, the original %q", b, a)
+	}
+	if code, _, errs := lab("lfm2", "pull", "not-a-repo"); code != 2 && code != 1 || !strings.Contains(errs, "not a repository id") {
+		t.Errorf("a bad id: exit %d, %s", code, errs)
 	}
 }
 
