@@ -71,3 +71,51 @@ func (f Family) Headers() map[string]string {
 	})
 	return out
 }
+
+// A Step is one kernel file of an optimization ladder: a numbered file
+// that opens with a comment saying the idea, the traffic it saves and
+// what it costs.
+type Step struct {
+	Name string // the step, e.g. "03_smem_tiling" or "spmv_02_vector"
+	File string // its file, e.g. "gemm/03_smem_tiling.cu"
+	Code string
+}
+
+// Steps lists the numbered files of a ladder in order: those in dir whose
+// name is prefix, two digits, '_' and a name ("spmv_01_scalar" for prefix
+// "spmv_"). Headers (.cuh) are not steps.
+func (f Family) Steps(dir, prefix string) ([]Step, error) {
+	var steps []Step
+	for _, name := range f.Names() {
+		d, base := path.Split(name)
+		rest, ok := strings.CutPrefix(base, prefix)
+		if path.Clean(d) != path.Clean(dir) || !ok || len(rest) < 4 || rest[2] != '_' || !isDigit(rest[0]) || !isDigit(rest[1]) {
+			continue
+		}
+		code, err := f.Source(name)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, Step{Name: base, File: name + f.Ext, Code: code})
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("kernels: no %s steps %s/%sNN_* (have: %s)", f.Dir, dir, prefix, strings.Join(f.Names(), ", "))
+	}
+	return steps, nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// Header returns the comment that opens a kernel file, without the
+// comment markers.
+func Header(code string) string {
+	var out []string
+	for _, l := range strings.Split(code, "\n") {
+		t := strings.TrimSpace(l)
+		if !strings.HasPrefix(t, "//") {
+			break
+		}
+		out = append(out, strings.TrimSpace(strings.TrimPrefix(t, "//")))
+	}
+	return strings.Join(out, "\n")
+}

@@ -19,3 +19,31 @@ func TestLookup(t *testing.T) {
 		}
 	}
 }
+
+func TestSteps(t *testing.T) {
+	steps, err := CUDAFamily.Steps("sparse", "spmv_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) < 4 || steps[0].Name != "spmv_01_scalar" || steps[0].File != "sparse/spmv_01_scalar.cu" {
+		t.Errorf("spmv steps: %+v", steps[0])
+	}
+	for i, s := range steps {
+		if i > 0 && s.Name <= steps[i-1].Name {
+			t.Errorf("out of order: %s after %s", s.Name, steps[i-1].Name)
+		}
+		if !strings.HasPrefix(Header(s.Code), "SpMV step") {
+			t.Errorf("%s: header %q", s.File, Header(s.Code))
+		}
+	}
+	gemm, err := OpenCLFamily.Steps("gemm", "")
+	if err != nil || gemm[0].Name != "01_naive" {
+		t.Errorf("opencl gemm: %v %v", gemm, err)
+	}
+	if _, err := CUDAFamily.Steps("gemm", "nope_"); err == nil || !strings.Contains(err.Error(), "no cuda steps gemm/nope_NN_*") {
+		t.Errorf("no steps: %v", err)
+	}
+	if h := Header("// a\n//\n// b\ncode // c\n"); h != "a\n\nb" {
+		t.Errorf("Header = %q", h)
+	}
+}
