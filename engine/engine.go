@@ -44,8 +44,21 @@ type Info struct {
 	ClockMHz     int     `json:"clock_mhz"`
 	MemoryBytes  uint64  `json:"memory_bytes"`
 	PeakGFLOPS   float64 `json:"peak_gflops"` // FP32; 0 when unknown
+	// TensorPeaks are the dense tensor-core peaks in GFLOP/s by input
+	// precision (tf32, bf16), where known.
+	TensorPeaks map[string]float64 `json:"tensor_peaks,omitempty"`
 	PeakGBps     float64 `json:"peak_gbps"`   // memory bandwidth; 0 when unknown
 	PeakNote     string  `json:"peak_note"`   // where the peaks come from
+}
+
+// PeakFor is the peak GFLOP/s of the unit that computes in precision:
+// the FP32 lanes for "fp32" (or ""), the tensor cores for "tf32" and
+// "bf16"; 0 when unknown.
+func (i Info) PeakFor(precision string) float64 {
+	if precision == "" || precision == "fp32" {
+		return i.PeakGFLOPS
+	}
+	return i.TensorPeaks[precision]
 }
 
 // Missing is a device family that could not be used, and why.
@@ -134,7 +147,7 @@ func cudaInfos() ([]Info, error) {
 		}
 		out = append(out, Info{
 			ID: fmt.Sprintf("cuda:%d", i), Name: p.Name, Kind: CUDA, ComputeUnits: p.SMs, ClockMHz: p.ClockMHz,
-			MemoryBytes: p.MemoryBytes, PeakGFLOPS: p.PeakFP32GFLOPS, PeakGBps: p.PeakGBps,
+			MemoryBytes: p.MemoryBytes, PeakGFLOPS: p.PeakFP32GFLOPS, PeakGBps: p.PeakGBps, TensorPeaks: p.PeakTensorGFLOPS,
 			PeakNote: fmt.Sprintf("sm_%d%d: %d SMs x %d FP32 lanes x 2 x %d MHz; %d-bit bus x 2 x %d MHz",
 				p.Major, p.Minor, p.SMs, p.FP32LanesPerSM, p.ClockMHz, p.BusWidthBits, p.MemoryClockMHz),
 		})

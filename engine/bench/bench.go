@@ -286,8 +286,9 @@ func median(s []time.Duration) time.Duration {
 }
 
 func fillPeaks(r *Record, c Case, dev engine.Info) {
-	if r.GFLOPS > 0 && dev.PeakGFLOPS > 0 {
-		r.PctPeakGFLOPS = 100 * r.GFLOPS / dev.PeakGFLOPS
+	precision, _ := r.Params["precision"].(string)
+	if peak := dev.PeakFor(precision); r.GFLOPS > 0 && peak > 0 {
+		r.PctPeakGFLOPS = 100 * r.GFLOPS / peak
 	}
 	if r.GBps > 0 && dev.PeakGBps > 0 {
 		r.PctPeakGBps = 100 * r.GBps / dev.PeakGBps

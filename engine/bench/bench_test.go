@@ -152,3 +152,19 @@ func TestLookupUnknown(t *testing.T) {
 		t.Errorf("Lookup: %v", err)
 	}
 }
+
+// TestPeakOfThePrecision: a tensor-core record's share of peak is of the
+// tensor cores' peak at its precision, never of the FP32 lanes'.
+func TestPeakOfThePrecision(t *testing.T) {
+	dev := engine.Info{PeakGFLOPS: 60_000, TensorPeaks: map[string]float64{"bf16": 1_000_000}}
+	for _, tc := range []struct {
+		precision string
+		want      float64
+	}{{"", 50}, {"fp32", 50}, {"bf16", 3}, {"tf32", 0}} {
+		r := Record{GFLOPS: 30_000, Params: Params{"precision": tc.precision}}
+		fillPeaks(&r, Case{}, dev)
+		if r.PctPeakGFLOPS != tc.want {
+			t.Errorf("%q: %v%% of peak, want %v", tc.precision, r.PctPeakGFLOPS, tc.want)
+		}
+	}
+}

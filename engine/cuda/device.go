@@ -117,7 +117,10 @@ type Properties struct {
 	RegistersPerSM      int     `json:"registers_per_sm"`
 	FP32LanesPerSM      int     `json:"fp32_lanes_per_sm"`
 	PeakFP32GFLOPS      float64 `json:"peak_fp32_gflops"`
-	PeakGBps            float64 `json:"peak_gbps"`
+	// PeakTensorGFLOPS is the dense tensor-core peak by input precision
+	// ("tf32", "bf16"; FP32 accumulation), where the architecture is known.
+	PeakTensorGFLOPS map[string]float64 `json:"peak_tensor_gflops,omitempty"`
+	PeakGBps         float64            `json:"peak_gbps"`
 }
 
 // Properties reads every attribute in one go.
@@ -155,9 +158,32 @@ func (d Device) Properties() (Properties, error) {
 	p.FP32LanesPerSM = fp32LanesPerSM(p.Major, p.Minor)
 	// Peak FP32: every lane retires one FMA (2 flops) per clock.
 	p.PeakFP32GFLOPS = float64(p.SMs*p.FP32LanesPerSM) * 2 * float64(p.ClockMHz) / 1e3
+	for prec, flops := range tensorFlopsPerSM(p.Major, p.Minor) {
+		if p.PeakTensorGFLOPS == nil {
+			p.PeakTensorGFLOPS = map[string]float64{}
+		}
+		p.PeakTensorGFLOPS[prec] = float64(p.SMs*flops) * float64(p.ClockMHz) / 1e3
+	}
 	// Peak DRAM bandwidth: double data rate on a bus of BusWidthBits.
 	p.PeakGBps = 2 * float64(p.MemoryClockMHz) * 1e6 * float64(p.BusWidthBits/8) / 1e9
 	return p, nil
+}
+
+// tensorFlopsPerSM is the dense tensor-core rate of one SM, in flops per
+// clock, by input precision with FP32 accumulation (NVIDIA's architecture
+// whitepapers: A100, GA102, AD102, H100). At the SM clock the driver
+// reports, these peaks sit a little above the datasheets', which assume a
+// lower clock under tensor load (H100 SXM: 989 TFLOP/s BF16 dense).
+func tensorFlopsPerSM(major, minor int) map[string]int {
+	switch {
+	case major == 8 && minor == 0:
+		return map[string]int{"tf32": 1024, "bf16": 2048}
+	case major == 8: // 8.6, 8.7, 8.9
+		return map[string]int{"tf32": 256, "bf16": 512}
+	case major == 9:
+		return map[string]int{"tf32": 2048, "bf16": 4096}
+	}
+	return nil
 }
 
 // fp32LanesPerSM is the number of FP32 units per SM for each architecture
