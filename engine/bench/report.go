@@ -177,18 +177,39 @@ func Commit() string {
 
 // tableHeader and tableRow are the columns that Table and Markdown share.
 // "% roof" is the share of the roofline bound min(peak FLOP/s, intensity ×
-// peak GB/s), which is the larger of % of peak FLOP/s and % of peak GB/s.
-// Above 100% means caches supplied data that the traffic model counts as
-// DRAM traffic.
+// peak GB/s), the larger of % of peak FLOP/s (of the unit that computes at
+// the record's precision) and % of peak GB/s. A byte rate above what DRAM
+// can move counts bytes that caches served: it is marked as effective
+// bandwidth (effectiveMark, explained under the table) and left out of the
+// roof.
 var tableHeader = []string{"suite", "device", "size", "variant", "median ms", "GB/s", "GFLOP/s", "% roof", "vs baseline", "max rel err", "ok"}
+
+// effectiveMark follows a byte rate above the DRAM peak.
+const effectiveMark = " ‡"
 
 func tableRow(r Record) []string {
 	ok := "ok"
 	if !r.OK {
 		ok = "FAIL"
 	}
-	return []string{r.Suite, r.Device, r.Size, r.Variant, num(r.MedianMS, 4), num(r.GBps, 1), num(r.GFLOPS, 1),
-		pctStr(max(r.PctPeakGBps, r.PctPeakGFLOPS)), speedup(r), fmt.Sprintf("%.2g", r.MaxRelErr), ok}
+	gbps, roof := num(r.GBps, 1), r.PctPeakGFLOPS
+	if effective(r) {
+		gbps += effectiveMark
+	} else {
+		roof = max(roof, r.PctPeakGBps)
+	}
+	return []string{r.Suite, r.Device, r.Size, r.Variant, num(r.MedianMS, 4), gbps, num(r.GFLOPS, 1),
+		pctStr(roof), speedup(r), fmt.Sprintf("%.2g", r.MaxRelErr), ok}
+}
+
+// effective says whether a record's byte rate is above the DRAM peak.
+func effective(r Record) bool { return r.PctPeakGBps > 100 }
+
+// writeNotes explains the marks of a table's rows.
+func writeNotes(b *strings.Builder, recs []Record) {
+	if slices.ContainsFunc(recs, effective) {
+		b.WriteString("\n‡ effective bandwidth: more bytes per second than DRAM can move, so caches served part of the bytes counted; not part of % roof.\n")
+	}
 }
 
 // Table formats records as an aligned text table, one row per record, then
@@ -201,6 +222,7 @@ func Table(recs []Record) string {
 		fmt.Fprintln(w, strings.Join(tableRow(r), "\t")+"\t")
 	}
 	w.Flush()
+	writeNotes(&b, recs)
 	writeErrors(&b, recs)
 	return b.String()
 }
@@ -212,6 +234,7 @@ func Markdown(recs []Record) string {
 	for _, r := range recs {
 		b.WriteString("| " + strings.Join(tableRow(r), " | ") + " |\n")
 	}
+	writeNotes(&b, recs)
 	writeErrors(&b, recs)
 	return b.String()
 }

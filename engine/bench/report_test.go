@@ -41,3 +41,21 @@ func TestParseFields(t *testing.T) {
 		}
 	}
 }
+
+// TestEffectiveBandwidth: a byte rate above the DRAM peak is marked as
+// effective and explained, and it does not set % roof.
+func TestEffectiveBandwidth(t *testing.T) {
+	recs := []Record{
+		{Suite: "gemm", Variant: "02_coalesced", GBps: 24600, GFLOPS: 6147, PctPeakGBps: 511, PctPeakGFLOPS: 9.2, OK: true},
+		{Suite: "copy", Variant: "copy", GBps: 4000, PctPeakGBps: 83.3, OK: true},
+	}
+	md := Markdown(recs)
+	for _, want := range []string{"| 24600.0 ‡ | 6147.0 | 9.2% |", "| 4000.0 | - | 83.3% |", "‡ effective bandwidth"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("lacks %q:\n%s", want, md)
+		}
+	}
+	if md := Markdown(recs[1:]); strings.Contains(md, "‡") {
+		t.Errorf("a DRAM-bound rate is marked:\n%s", md)
+	}
+}
