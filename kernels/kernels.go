@@ -106,12 +106,15 @@ func (f Family) Steps(dir, prefix string) ([]Step, error) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// Header returns the comment that opens a kernel file, without the
-// comment markers.
+// Header returns the comment that opens a source file, without the
+// comment markers (after a Go file's package clause).
 func Header(code string) string {
 	var out []string
 	for _, l := range strings.Split(code, "\n") {
 		t := strings.TrimSpace(l)
+		if len(out) == 0 && (t == "" || strings.HasPrefix(t, "package ")) {
+			continue
+		}
 		if !strings.HasPrefix(t, "//") {
 			break
 		}

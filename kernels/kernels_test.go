@@ -43,7 +43,13 @@ func TestSteps(t *testing.T) {
 	if _, err := CUDAFamily.Steps("gemm", "nope_"); err == nil || !strings.Contains(err.Error(), "no cuda steps gemm/nope_NN_*") {
 		t.Errorf("no steps: %v", err)
 	}
-	if h := Header("// a\n//\n// b\ncode // c\n"); h != "a\n\nb" {
-		t.Errorf("Header = %q", h)
+	for code, want := range map[string]string{
+		"// a\n//\n// b\ncode // c\n":                    "a\n\nb",
+		"package gemm\n\n// Step 05: a.\n// b\nfunc f()": "Step 05: a.\nb",
+		"int x; // not a header\n":                       "",
+	} {
+		if h := Header(code); h != want {
+			t.Errorf("Header(%q) = %q, want %q", code, h, want)
+		}
 	}
 }

@@ -147,7 +147,7 @@ func LadderStory(recs []bench.Record) string {
 			}
 			switch {
 			case first:
-				fmt.Fprintf(&b, "- `%s`: %s, %.0f%% of `%s`.\n", r.Variant, gflops(r.GFLOPS), r.PctOfBaseline, r.Baseline)
+				fmt.Fprintf(&b, "- `%s`: %s, %s `%s`.\n", r.Variant, gflops(r.GFLOPS), share(r.PctOfBaseline), r.Baseline)
 			default:
 				gain := r.GFLOPS / prev.GFLOPS
 				fmt.Fprintf(&b, "- `%s`: %.2f× `%s` (%s → %s)", r.Variant, gain, prev.Variant, gflops(prev.GFLOPS), gflops(r.GFLOPS))
@@ -160,7 +160,7 @@ func LadderStory(recs []bench.Record) string {
 		}
 		if n := len(l.steps); n > 0 && l.baseline.Variant != "" {
 			best := slices.MaxFunc(l.steps, func(a, b bench.Record) int { return cmp.Compare(a.GFLOPS, b.GFLOPS) })
-			fmt.Fprintf(&b, "- The best %s step, `%s`, reaches %.0f%% of `%s`.\n", l.precision, best.Variant, best.PctOfBaseline, l.baseline.Variant)
+			fmt.Fprintf(&b, "- The best %s step, `%s`, reaches %s `%s`.\n", l.precision, best.Variant, share(best.PctOfBaseline), l.baseline.Variant)
 		}
 	}
 	return b.String()
@@ -264,6 +264,15 @@ func lastSize(recs []bench.Record) string {
 		return ""
 	}
 	return sizes[len(sizes)-1]
+}
+
+// share says how a speed compares with a baseline's: "84% of", or "8.17×"
+// when it is more than twice as fast.
+func share(pctOfBaseline float64) string {
+	if pctOfBaseline > 200 {
+		return fmt.Sprintf("%.3g×", pctOfBaseline/100)
+	}
+	return fmt.Sprintf("%.0f%% of", pctOfBaseline)
 }
 
 // gflops prints a speed in the unit that keeps it short.

@@ -13,6 +13,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Sample figures of each kind, shared by the tests.
@@ -686,5 +690,26 @@ func TestPointsRender(t *testing.T) {
 	html, err := f.HTML()
 	if err != nil || !strings.Contains(string(html), `"symbolSize":4`) {
 		t.Errorf("html without the scatter symbols (%v)", err)
+	}
+}
+
+// TestLegendOutside: a legend finds a free corner, and says when it has
+// none, so that PNG moves it out of the data area.
+func TestLegendOutside(t *testing.T) {
+	c := draw.New(vgimg.New(400, 300))
+	f := Lines("t", "x", "y", Series{Name: "a", X: []float64{0, 1}, Y: []float64{0, 1}})
+	p := f.newPlot()
+	entry := legendEntry{name: "a series", thumb: func(draw.Canvas, vg.Rectangle) {}}
+	free := &legendBox{entries: []legendEntry{entry}, style: f.textStyle(p, 10, false, textColor), lay: &layout{}}
+	free.Plot(c, p)
+	if free.coversData {
+		t.Error("an empty plot has no free corner")
+	}
+	full := &layout{}
+	full.add(vg.Rectangle{Min: c.Min, Max: c.Max}) // data everywhere
+	crowded := &legendBox{entries: []legendEntry{entry}, style: free.style, lay: full}
+	crowded.Plot(c, p)
+	if !crowded.coversData {
+		t.Error("a legend over data does not say so")
 	}
 }

@@ -85,13 +85,31 @@ func (f *Figure) PNG(widthPx, heightPx int) (out []byte, err error) {
 	cnv := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(dpi))
 	wPt, _ := cnv.Size()
 
-	p, padLeft, err := f.buildPlot(wPt)
+	p, padLeft, leg, err := f.buildPlot(wPt)
 	if err != nil {
 		return nil, err
 	}
 	// A margin around the whole chart so nothing touches the image border.
 	dc := draw.Crop(draw.New(cnv), 8+padLeft, -14, 6, -8)
+	if leg != nil {
+		p.Add(leg)
+	}
 	drawWithAxisLabels(p, dc)
+	if leg != nil && leg.coversData {
+		// No corner of the data area is free: draw again, with the legend
+		// right of the plot.
+		img = image.NewRGBA(image.Rect(0, 0, widthPx, heightPx))
+		cnv = vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(dpi))
+		if p, padLeft, leg, err = f.buildPlot(wPt); err != nil {
+			return nil, err
+		}
+		dc = draw.Crop(draw.New(cnv), 8+padLeft, -14, 6, -8)
+		w, h := leg.size()
+		inner := draw.Crop(dc, 0, -(w + 8), 0, 0)
+		drawWithAxisLabels(p, inner)
+		top := p.DataCanvas(inner).Max.Y
+		leg.drawAt(dc, vg.Point{X: dc.Max.X - w, Y: max(top-h, dc.Min.Y)})
+	}
 
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, cnv.Image()); err != nil {
@@ -130,8 +148,9 @@ func drawWithAxisLabels(p *gplot.Plot, c draw.Canvas) {
 }
 
 // buildPlot assembles the gonum plot for a canvas wPt points wide. It
-// also returns extra room needed left of the plot (for slanted bar labels).
-func (f *Figure) buildPlot(wPt vg.Length) (p *gplot.Plot, padLeft vg.Length, err error) {
+// also returns extra room needed left of the plot (for slanted bar labels)
+// and the legend, which PNG places.
+func (f *Figure) buildPlot(wPt vg.Length) (p *gplot.Plot, padLeft vg.Length, leg *legendBox, err error) {
 	p = f.newPlot()
 	lay := &layout{}
 	switch f.kind {
@@ -142,7 +161,7 @@ func (f *Figure) buildPlot(wPt vg.Length) (p *gplot.Plot, padLeft vg.Length, err
 	case kindRoofline:
 		f.buildRoofline(p, lay)
 	default:
-		return nil, 0, f.errorf("unknown figure kind")
+		return nil, 0, nil, f.errorf("unknown figure kind")
 	}
 	for _, ax := range []struct {
 		name   string
@@ -154,11 +173,11 @@ func (f *Figure) buildPlot(wPt vg.Length) (p *gplot.Plot, padLeft vg.Length, err
 			ok = ok && ax.lo > 0 && finite(ax.hi/ax.lo)
 		}
 		if !ok {
-			return nil, 0, f.errorf("the %s axis range [%s, %s] cannot be drawn (values too large or too small)",
+			return nil, 0, nil, f.errorf("the %s axis range [%s, %s] cannot be drawn (values too large or too small)",
 				ax.name, formatValue(ax.lo), formatValue(ax.hi))
 		}
 	}
-	return p, padLeft, nil
+	return p, padLeft, lay.legend, nil
 }
 
 func (f *Figure) newPlot() *gplot.Plot {
@@ -270,7 +289,7 @@ func (f *Figure) buildBars(p *gplot.Plot, lay *layout, wPt vg.Length) (padLeft v
 	if f.ref != nil {
 		leg := &legendBox{style: f.textStyle(p, 10, false, textColor), lay: lay}
 		leg.entries = append(leg.entries, legendEntry{name: f.refLabel(), thumb: refThumb})
-		p.Add(leg)
+		lay.legend = leg
 	}
 	return min(padLeft, wPt/4)
 }
@@ -406,7 +425,7 @@ func (f *Figure) buildLines(p *gplot.Plot, lay *layout) {
 	if f.ref != nil {
 		leg.entries = append(leg.entries, legendEntry{name: f.refLabel(), thumb: refThumb})
 	}
-	p.Add(leg)
+	lay.legend = leg
 }
 
 func b2f(b bool) float64 {
@@ -537,42 +556,49 @@ type legendEntry struct {
 }
 
 // legendBox draws a framed legend in the corner of the data area that
-// overlaps least with what was drawn before it (recorded in lay).
+// overlaps least with what was drawn before it (recorded in lay). When
+// every corner covers something, it says so (coversData), and PNG draws
+// the chart again with the legend outside the data area.
 type legendBox struct {
-	entries []legendEntry
-	style   text.Style
-	lay     *layout
+	entries    []legendEntry
+	style      text.Style
+	lay        *layout
+	coversData bool
 }
+
+const (
+	legendPad    = vg.Length(5)
+	legendThumbW = vg.Length(24)
+	legendGap    = vg.Length(5)
+	legendInset  = vg.Length(6)
+)
+
+// size is the legend's box.
+func (l *legendBox) size() (w, h vg.Length) {
+	var textW vg.Length
+	for _, e := range l.entries {
+		textW = max(textW, l.style.Width(e.name))
+	}
+	return legendPad + legendThumbW + legendGap + textW + legendPad, legendPad*2 + l.rowHeight()*vg.Length(len(l.entries))
+}
+
+func (l *legendBox) rowHeight() vg.Length { return l.style.Font.Size * 1.45 }
 
 func (l *legendBox) Plot(c draw.Canvas, p *gplot.Plot) {
 	if len(l.entries) == 0 {
 		return
 	}
-	const (
-		pad    = vg.Length(5)
-		thumbW = vg.Length(24)
-		gap    = vg.Length(5)
-		inset  = vg.Length(6)
-	)
-	sty := l.style
-	rowH := sty.Font.Size * 1.45
-	var textW vg.Length
-	for _, e := range l.entries {
-		if w := sty.Width(e.name); w > textW {
-			textW = w
-		}
-	}
-	boxW := pad + thumbW + gap + textW + pad
-	boxH := pad*2 + rowH*vg.Length(len(l.entries))
+	boxW, boxH := l.size()
 	cw, ch := c.Max.X-c.Min.X, c.Max.Y-c.Min.Y
-	if boxW > cw-2*inset || boxH > ch-2*inset {
-		return // no room: a clipped legend would only confuse
+	if boxW > cw-2*legendInset || boxH > ch-2*legendInset {
+		l.coversData = true // no room inside: it goes outside
+		return
 	}
 	corners := []vg.Point{
-		{X: c.Max.X - inset - boxW, Y: c.Max.Y - inset - boxH}, // top right
-		{X: c.Min.X + inset, Y: c.Max.Y - inset - boxH},        // top left
-		{X: c.Max.X - inset - boxW, Y: c.Min.Y + inset},        // bottom right
-		{X: c.Min.X + inset, Y: c.Min.Y + inset},               // bottom left
+		{X: c.Max.X - legendInset - boxW, Y: c.Max.Y - legendInset - boxH}, // top right
+		{X: c.Min.X + legendInset, Y: c.Max.Y - legendInset - boxH},        // top left
+		{X: c.Max.X - legendInset - boxW, Y: c.Min.Y + legendInset},        // bottom right
+		{X: c.Min.X + legendInset, Y: c.Min.Y + legendInset},               // bottom left
 	}
 	best, bestCost := 0, math.Inf(1)
 	for i, m := range corners {
@@ -581,19 +607,27 @@ func (l *legendBox) Plot(c draw.Canvas, p *gplot.Plot) {
 			best, bestCost = i, cost
 		}
 	}
-	m := corners[best]
+	l.coversData = bestCost > 0
+	l.drawAt(c, corners[best])
+}
+
+// drawAt draws the legend with its lower left corner at m.
+func (l *legendBox) drawAt(c draw.Canvas, m vg.Point) {
+	boxW, boxH := l.size()
 	box := vg.Rectangle{Min: m, Max: vg.Point{X: m.X + boxW, Y: m.Y + boxH}}
 	c.FillPolygon(color.NRGBA{R: 255, G: 255, B: 255, A: 235}, rectPath(box))
 	c.StrokeLines(draw.LineStyle{Color: hexColor("#bbbbbb"), Width: 0.6}, append(rectPath(box), box.Min))
+	sty := l.style
 	sty.XAlign, sty.YAlign = draw.XLeft, draw.YCenter
+	rowH := l.rowHeight()
 	for i, e := range l.entries {
-		cy := box.Max.Y - pad - rowH*(vg.Length(i)+0.5)
+		cy := box.Max.Y - legendPad - rowH*(vg.Length(i)+0.5)
 		tr := vg.Rectangle{
-			Min: vg.Point{X: box.Min.X + pad, Y: cy - rowH/2},
-			Max: vg.Point{X: box.Min.X + pad + thumbW, Y: cy + rowH/2},
+			Min: vg.Point{X: box.Min.X + legendPad, Y: cy - rowH/2},
+			Max: vg.Point{X: box.Min.X + legendPad + legendThumbW, Y: cy + rowH/2},
 		}
 		e.thumb(c, tr)
-		c.FillText(sty, vg.Point{X: tr.Max.X + gap, Y: cy}, e.name)
+		c.FillText(sty, vg.Point{X: tr.Max.X + legendGap, Y: cy}, e.name)
 	}
 	l.lay.add(box)
 }
@@ -604,6 +638,7 @@ func (l *legendBox) Plot(c draw.Canvas, p *gplot.Plot) {
 type layout struct {
 	boxes   []vg.Rectangle
 	weights []float64
+	legend  *legendBox // placed by PNG
 }
 
 func (l *layout) add(r vg.Rectangle) { l.addWeighted(r, 1) }
@@ -807,7 +842,7 @@ func (f *Figure) buildRoofline(p *gplot.Plot, lay *layout) {
 		leg.entries = append(leg.entries, legendEntry{name: f.refLabel(), thumb: refThumb})
 	}
 	if len(leg.entries) <= 12 {
-		p.Add(leg)
+		lay.legend = leg
 	}
 }
 
