@@ -41,8 +41,8 @@ func TestRidgeMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"| `cuda:0` test GPU | 20.0 |",
 		" 683: can reach the compute roof |", // 2n³ / 12n² = n/6
-		" 0.25: memory-bound |",             // 2 flops per 8 bytes
-		" 7.97: memory-bound |",             // 32×32 tiles: 2n / (4·(2n/32 + 1))
+		" 0.25: memory-bound |",              // 2 flops per 8 bytes
+		" 7.97: memory-bound |",              // 32×32 tiles: 2n / (4·(2n/32 + 1))
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("lacks %q:\n%s", want, md)
