@@ -12,13 +12,18 @@
 package engine
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"gpulab/engine/atomicfile"
 	"gpulab/engine/cpu"
 	"gpulab/engine/cuda"
 	"gpulab/engine/opencl"
@@ -47,8 +52,8 @@ type Info struct {
 	// TensorPeaks are the dense tensor-core peaks in GFLOP/s by input
 	// precision (tf32, bf16), where known.
 	TensorPeaks map[string]float64 `json:"tensor_peaks,omitempty"`
-	PeakGBps     float64 `json:"peak_gbps"`   // memory bandwidth; 0 when unknown
-	PeakNote     string  `json:"peak_note"`   // where the peaks come from
+	PeakGBps    float64            `json:"peak_gbps"` // memory bandwidth; 0 when unknown
+	PeakNote    string             `json:"peak_note"` // where the peaks come from
 }
 
 // PeakFor is the peak GFLOP/s of the unit that computes in precision:
@@ -96,35 +101,90 @@ func IDs() []string {
 }
 
 func cpuInfo() Info {
-	h := cpu.Host()
+	h, bw := cpu.Host(), cpuBandwidth()
 	return Info{
 		ID: "cpu", Name: h.Model, Kind: CPU, ComputeUnits: h.Threads, ClockMHz: int(h.ClockMHz),
-		PeakGFLOPS: h.PeakGFLOPS(), PeakGBps: cpuBandwidth(),
-		PeakNote: fmt.Sprintf("FLOP/s: %d threads x %.0f MHz x %d %s lanes x FMA x 2 units; GB/s: measured by a parallel 128 MiB copy (no spec is readable from software)",
-			h.Threads, h.ClockMHz, h.FP32Lanes(), h.SIMD),
+		PeakGFLOPS: h.PeakGFLOPS(), PeakGBps: bw.GBps,
+		PeakNote: fmt.Sprintf("FLOP/s: %d threads x %.0f MHz x %d %s lanes x FMA x 2 units; GB/s: a parallel 128 MiB copy measured %s and kept in %s (no spec is readable from software; lab devices --remeasure measures again)",
+			h.Threads, h.ClockMHz, h.FP32Lanes(), h.SIMD, bw.MeasuredAt.Format("2006-01-02 15:04 MST"), CPUPeaksPath()),
 	}
 }
 
-var (
-	cpuBWOnce sync.Once
-	cpuBW     float64
-)
+// cpuBW is the host's bandwidth once read or measured in this process.
+var cpuBW struct {
+	sync.Mutex
+	kept *CPUPeaks
+}
 
-// cpuBandwidth measures the host's copy bandwidth (bytes read + written), best of 3.
-func cpuBandwidth() float64 {
-	cpuBWOnce.Do(func() {
-		const n = 32 << 20 // 128 MiB of float32, well past any L3
-		src, dst := make([]float32, n), make([]float32, n)
-		cpu.Copy(dst, src) // touch the pages
-		best := time.Duration(1 << 62)
-		for range 3 {
-			t := time.Now()
-			cpu.Copy(dst, src)
-			best = min(best, time.Since(t))
+// CPUPeaks is the host's measured copy bandwidth, kept once per machine in
+// the user cache (CPUPeaksPath) so that every notebook cell and command
+// uses the same figure.
+type CPUPeaks struct {
+	Model      string    `json:"model"`
+	Threads    int       `json:"threads"`
+	GBps       float64   `json:"gbps"` // bytes read + written per second
+	MeasuredAt time.Time `json:"measured_at"`
+}
+
+// CPUPeaksPath is where the host's measured bandwidth is kept:
+// <user cache>/gpulab/cpu-peaks.json ("" when there is no user cache).
+func CPUPeaksPath() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "gpulab", "cpu-peaks.json")
+}
+
+// cpuBandwidth is the host's copy bandwidth: the kept measurement when it
+// is of this CPU, else a new one, kept.
+func cpuBandwidth() CPUPeaks {
+	cpuBW.Lock()
+	kept := cpuBW.kept
+	cpuBW.Unlock()
+	if kept != nil {
+		return *kept
+	}
+	h := cpu.Host()
+	if data, err := os.ReadFile(CPUPeaksPath()); err == nil {
+		var p CPUPeaks
+		if json.Unmarshal(data, &p) == nil && p.Model == h.Model && p.Threads == h.Threads && p.GBps > 0 {
+			cpuBW.Lock()
+			cpuBW.kept = &p
+			cpuBW.Unlock()
+			return p
 		}
-		cpuBW = 2 * 4 * n / best.Seconds() / 1e9
-	})
-	return cpuBW
+	}
+	p, _ := RemeasureCPU() // an unwritable cache still gives this process its figure
+	return p
+}
+
+// RemeasureCPU measures the host's copy bandwidth again (a parallel copy
+// of 128 MiB, best of 3) and keeps it for every later cell and command.
+func RemeasureCPU() (CPUPeaks, error) {
+	const n = 32 << 20 // 128 MiB of float32, well past any L3
+	src, dst := make([]float32, n), make([]float32, n)
+	cpu.Copy(dst, src) // touch the pages
+	best := time.Duration(1 << 62)
+	for range 3 {
+		t := time.Now()
+		cpu.Copy(dst, src)
+		best = min(best, time.Since(t))
+	}
+	h := cpu.Host()
+	p := CPUPeaks{Model: h.Model, Threads: h.Threads, GBps: 2 * 4 * n / best.Seconds() / 1e9, MeasuredAt: time.Now().UTC().Truncate(time.Second)}
+	cpuBW.Lock()
+	cpuBW.kept = &p
+	cpuBW.Unlock()
+	path := CPUPeaksPath()
+	if path == "" {
+		return p, errors.New("engine: no user cache directory to keep the CPU's bandwidth in")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return p, err
+	}
+	data, _ := json.MarshalIndent(p, "", "  ")
+	return p, atomicfile.WriteBytes(path, append(data, '\n'))
 }
 
 func cudaInfos() ([]Info, error) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -54,5 +55,38 @@ func TestOpenEveryDevice(t *testing.T) {
 			}
 		}
 		d.Close()
+	}
+}
+
+// TestCPUPeaksKept: the CPU's bandwidth is measured once per machine and
+// kept, so that every cell and command of a run agrees; remeasuring
+// replaces it; a kept figure of another CPU is not used.
+func TestCPUPeaksKept(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	cpuBW.Lock()
+	cpuBW.kept = nil
+	cpuBW.Unlock()
+	first := cpuBandwidth()
+	data, err := os.ReadFile(CPUPeaksPath())
+	if err != nil || first.GBps <= 0 {
+		t.Fatalf("not kept: %v %+v", err, first)
+	}
+	// Another process (no figure in memory) reads the same one.
+	cpuBW.Lock()
+	cpuBW.kept = nil
+	cpuBW.Unlock()
+	if again := cpuBandwidth(); again != first {
+		t.Errorf("read back %+v, kept %+v", again, first)
+	}
+	if info := cpuInfo(); info.PeakGBps != first.GBps || !strings.Contains(info.PeakNote, "lab devices --remeasure") {
+		t.Errorf("cpu info %+v", info)
+	}
+	// A figure kept for another CPU is measured again.
+	os.WriteFile(CPUPeaksPath(), []byte(strings.Replace(string(data), `"model": "`, `"model": "another `, 1)), 0o644)
+	cpuBW.Lock()
+	cpuBW.kept = nil
+	cpuBW.Unlock()
+	if p := cpuBandwidth(); strings.HasPrefix(p.Model, "another") {
+		t.Errorf("used another CPU's figure: %+v", p)
 	}
 }

@@ -18,11 +18,19 @@ func devicesCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array")
 	verbose := fs.Bool("verbose", false, "say why a device family is missing, and where peaks come from")
+	remeasure := fs.Bool("remeasure", false, "measure the CPU's bandwidth again (it is measured once per machine and kept)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %v", fs.Args())}
+	}
+	if *remeasure {
+		p, err := engine.RemeasureCPU()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "cpu: %.1f GB/s (copy, read + write), kept in %s\n", p.GBps, engine.CPUPeaksPath())
 	}
 	devs, missing := engine.Devices()
 	if *asJSON {

@@ -713,3 +713,12 @@ func TestLegendOutside(t *testing.T) {
 		t.Error("a legend over data does not say so")
 	}
 }
+
+func TestRoofLabel(t *testing.T) {
+	if got := roofLabel("copy", 0.87); got != "copy: 87% of roof" {
+		t.Errorf("%q", got)
+	}
+	if got := roofLabel("copy", 1.17); !strings.Contains(got, "117% of roof: above it") {
+		t.Errorf("a point above the roof is not flagged: %q", got)
+	}
+}

@@ -832,10 +832,7 @@ func (f *Figure) buildRoofline(p *gplot.Plot, lay *layout) {
 		rp.names = append(rp.names, shorten(f.pointName(i), 32))
 		rp.glyphs = append(rp.glyphs, g)
 		frac := pt.GFLOPS / Attainable(f.peakGFLOPS, f.peakGBps, pt.Intensity)
-		leg.entries = append(leg.entries, legendEntry{
-			name:  fmt.Sprintf("%s: %s of roof", shorten(f.pointName(i), 32), formatPercent(frac)),
-			thumb: glyphThumb(g),
-		})
+		leg.entries = append(leg.entries, legendEntry{name: roofLabel(shorten(f.pointName(i), 32), frac), thumb: glyphThumb(g)})
 	}
 	p.Add(rp)
 	if f.ref != nil {
@@ -844,6 +841,16 @@ func (f *Figure) buildRoofline(p *gplot.Plot, lay *layout) {
 	if len(leg.entries) <= 12 {
 		lay.legend = leg
 	}
+}
+
+// roofLabel names a roofline point with its share of the roof; a point
+// above the roof is a measurement problem (caches served bytes the count
+// takes for DRAM's, or the peak was measured low), and says so.
+func roofLabel(name string, frac float64) string {
+	if frac > 1 {
+		return fmt.Sprintf("%s: %s of roof: above it (caches, or a low peak)", name, formatPercent(frac))
+	}
+	return fmt.Sprintf("%s: %s of roof", name, formatPercent(frac))
 }
 
 func formatPercent(frac float64) string {
