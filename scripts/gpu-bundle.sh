@@ -24,6 +24,7 @@
 # but the bundle holds everything else.
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+require_go
 
 BUNDLE="$GPULAB_ROOT/.gpu"
 STAGE="$BUILD_DIR/gpu-bin"   # unpacked binaries, packed into $BUNDLE/bin.tar.xz at the end

@@ -20,6 +20,7 @@
 # .gpu-nb next to the working tree. It stays well under the 64 MiB that the device runner carries.
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+require_go
 
 BUNDLE="$GPULAB_ROOT/.gpu-nb"
 STAGE="$BUILD_DIR/gpu-nb"

@@ -2,6 +2,10 @@
 # Installs what gpulab needs to run its notebooks and tests, skipping whatever is already there.
 # Safe to run again and again: when everything is in place it takes about a second.
 #
+#   0. Go, when there is no Go of at least 1.21: go.mod's version, from the Go module proxy as the
+#      module golang.org/toolchain (the zip the go command itself would fetch), checked against the
+#      sha256 pinned below, unpacked into .tools/go (git-ignored). A Go of 1.21 or later switches
+#      to go.mod's version by itself.
 #   1. Debian/Ubuntu packages: Jupyter (the notebook server and ipykernel, for `make lab`; notebooks
 #      are executed headless by `lab nbrun`, without Python), OpenCL (the PoCL CPU driver, the ICD
 #      loader, clinfo) and bubblewrap (the sandbox `lab grade` runs submissions in). apt-get runs
@@ -15,6 +19,8 @@
 #   4. The Jupyter kernelspec "gonb", pointing at .tools/bin/gonb. Registered again only when it
 #      is missing or points at another binary or checkout.
 #
+# With --go-only it installs Go (step 0) and stops. GPULAB_SYSTEM_GO=0 ignores any Go of the system.
+#
 # Runs unattended (CI, no stdin): apt-get is non-interactive. If not root, apt-get goes through sudo.
 # On Ubuntu, pocl-opencl-icd and clinfo come from "universe".
 # shellcheck source=scripts/lib.sh
@@ -26,10 +32,66 @@ APT_PACKAGES=(
   bubblewrap
 )
 GOPLS_VERSION=v0.20.0   # verified with go.mod's Go; v0.24 wants Go 1.27
+# sha256 of the golang.org/toolchain module zips of go.mod's Go, by architecture (from the proxy,
+# checked against the Go checksum database).
+declare -A GO_TOOLCHAIN_SHA256=(
+  [amd64]=30c2b1bf7dcc88d3eb0a1364e47ddd9128edb3110a30e8a0ef61cd5856b31de7
+  [arm64]=02b36b6787b3ac767668f630e2998df45a3b1f9ffee08d1bf3ef6487cd658d99
+)
 
 START=$(now)
 
+# --- 0. Go ---------------------------------------------------------------------------
+install_go_toolchain() {
+  if find_go; then
+    log "go: $(go env GOVERSION) at $(command -v go)"
+    return
+  fi
+  local arch
+  case "$(uname -m)" in
+    x86_64) arch=amd64 ;;
+    aarch64 | arm64) arch=arm64 ;;
+    *) die "no Go here, and no pinned Go toolchain for $(uname -m): install Go $GO_VERSION from https://go.dev/dl/" ;;
+  esac
+  local want="${GO_TOOLCHAIN_SHA256[$arch]}" version="v0.0.1-go$GO_VERSION.linux-$arch"
+  local proxy="${GOPROXY:-https://proxy.golang.org}"
+  proxy="${proxy%%[,|]*}"
+  [[ "$proxy" == direct || "$proxy" == off ]] && proxy=https://proxy.golang.org
+  if ! command -v curl >/dev/null 2>&1 || ! command -v unzip >/dev/null 2>&1; then
+    apt_install curl unzip ca-certificates
+  fi
+  local tmp
+  tmp="$(mktemp -d "$GPULAB_ROOT/.tools/go-download.XXXXXX")"
+  log "go: no Go here; fetching Go $GO_VERSION ($version, 70 MB) from $proxy"
+  curl -fsSL --retry 3 -o "$tmp/go.zip" "$proxy/golang.org/toolchain/@v/$version.zip" ||
+    { rm -rf "$tmp"; die "go: could not download $proxy/golang.org/toolchain/@v/$version.zip"; }
+  local got
+  got="$(sha256sum "$tmp/go.zip" | cut -d' ' -f1)"
+  [[ "$got" == "$want" ]] || { rm -rf "$tmp"; die "go: the toolchain zip has sha256 $got, not the pinned $want"; }
+  unzip -q "$tmp/go.zip" -d "$tmp"
+  rm -rf "$GO_LOCAL"
+  mv "$tmp/golang.org/toolchain@$version" "$GO_LOCAL"
+  rm -rf "$tmp"
+  chmod +x "$GO_LOCAL"/bin/* "$GO_LOCAL"/pkg/tool/*/*  # module zips do not keep file modes
+  find_go || die "go: $GO_LOCAL/bin/go does not run"
+  log "go: $(go env GOVERSION) installed in $GO_LOCAL"
+}
+
 # --- 1. Debian packages -------------------------------------------------------------
+# apt_install PKG...: installs packages with apt-get, through sudo when not root.
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 ||
+    die "missing packages ($*) and no apt-get: install them with your package manager"
+  local sudo=()
+  if ((EUID != 0)); then
+    command -v sudo >/dev/null 2>&1 || die "not root and no sudo: as root, run: apt-get install $*"
+    sudo=(sudo)
+  fi
+  log "apt packages: installing $*"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+}
+
 install_apt_packages() {
   local missing=() p
   for p in "${APT_PACKAGES[@]}"; do
@@ -40,17 +102,7 @@ install_apt_packages() {
     log "apt packages: all ${#APT_PACKAGES[@]} present"
     return
   fi
-  command -v apt-get >/dev/null 2>&1 ||
-    die "missing packages (${missing[*]}) and no apt-get: install them with your package manager"
-  local sudo=()
-  if ((EUID != 0)); then
-    command -v sudo >/dev/null 2>&1 || die "not root and no sudo: as root, run: apt-get install ${missing[*]}"
-    sudo=(sudo)
-  fi
-  log "apt packages: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  apt_install "${missing[@]}"
 }
 
 # --- 2. Go tools -------------------------------------------------------------------
@@ -149,6 +201,9 @@ PY
   [[ "$status" == ok* ]] || die "gonb kernelspec still not right after registering: $status"
 }
 
+mkdir -p "$GPULAB_ROOT/.tools"
+install_go_toolchain
+[[ "${1:-}" == --go-only ]] && exit 0
 install_apt_packages
 "$PY" -c 'import notebook, ipykernel' ||
   die "$PY cannot import Jupyter (notebook, ipykernel)"

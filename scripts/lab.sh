@@ -6,6 +6,7 @@
 #   make lab JUPYTER_ARGS="--no-browser --port 8899 --ip 0.0.0.0"
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+require_go
 
 args=(--notebook-dir="$GPULAB_ROOT/notebooks")
 ((EUID == 0)) && args+=(--allow-root)   # Jupyter refuses to run as root otherwise

@@ -41,14 +41,41 @@ if [[ -z "${HOME:-}" || ! -d "$HOME" || ! -w "$HOME" ]]; then
 fi
 
 # --- Go toolchain -----------------------------------------------------------------
-# CI images often have Go in /usr/local/go without it being on PATH.
-if ! command -v go >/dev/null 2>&1; then
-  for d in /usr/local/go/bin /usr/lib/go/bin; do
-    if [[ -x "$d/go" ]]; then PATH="$d:$PATH"; break; fi
+# go.mod's Go, from one of: a `go` of at least 1.21 on PATH or in /usr/local/go (it switches to
+# go.mod's version itself, GOTOOLCHAIN=auto, fetching it from the module proxy), or the toolchain
+# that `make deps` installs into .tools/go on a machine without one (install_go_toolchain, in
+# scripts/install-deps.sh). find_go puts the one it finds on PATH; require_go stops without one.
+GO_VERSION="$(awk '/^go /{print $2}' "$GPULAB_ROOT/go.mod")"
+GO_LOCAL="$GPULAB_ROOT/.tools/go"
+
+# go_minor GO: the minor version of that go command (19 for go1.19.8), or 0.
+go_minor() {
+  local v
+  v="$("$1" env GOVERSION 2>/dev/null)" || { echo 0; return; }
+  v="${v#go1.}"
+  echo "${v%%.*}"
+}
+
+# GPULAB_SYSTEM_GO=0 ignores any Go of the system (the CI step that tests the install uses it).
+find_go() {
+  local g candidates=("$GO_LOCAL/bin/go")
+  if [[ "${GPULAB_SYSTEM_GO:-1}" != 0 ]]; then
+    candidates=("$(command -v go 2>/dev/null)" /usr/local/go/bin/go "$GO_LOCAL/bin/go")
+  fi
+  for g in "${candidates[@]}"; do
+    if [[ -n "$g" && -x "$g" ]] && (($(go_minor "$g") >= 21)); then
+      PATH="$(dirname "$g"):$PATH"
+      return 0
+    fi
   done
-fi
-command -v go >/dev/null 2>&1 ||
-  die "go not found (looked on PATH and in /usr/local/go/bin). Install Go $(awk '/^go /{print $2}' "$GPULAB_ROOT/go.mod") first: https://go.dev/dl/"
+  return 1
+}
+
+require_go() {
+  find_go || die "no Go of at least 1.21 here: run \`make deps\` (it installs Go $GO_VERSION into .tools/go)"
+}
+
+find_go || true
 
 PATH="$TOOLS_BIN:$PATH"
 export PATH

@@ -31,6 +31,7 @@
 # started), exported by these scripts too, and passed on to the kernel by lab nbrun.
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+require_go
 
 TIMEOUT="${NB_TIMEOUT:-900}"   # seconds per cell
 OUT_ROOT="$BUILD_DIR/notebooks"

@@ -7,6 +7,7 @@
 # Knobs: GOTESTFLAGS (e.g. "-count=1 -run TestGEMM"), and whatever the notebooks read (GPULAB_SIZES...).
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+require_go
 
 summary=()
 status=0

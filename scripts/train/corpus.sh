@@ -12,6 +12,7 @@
 # (SOURCE), and the Go licence (LICENSE).
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+require_go
 
 OUT="${1:-$BUILD_DIR/train/go-corpus.tar.xz}"
 GOSRC="$(go env GOROOT)/src"
