@@ -27,7 +27,8 @@ find . -name '*.go' -size -256k \
   while IFS= read -r f; do
     head -c 4096 "$f" | grep -q '^// Code generated .* DO NOT EDIT\.$' && continue
     pkg="$(dirname "${f#./}")"
-    if (( $(printf '%s' "$pkg" | cksum | cut -d' ' -f1) % 20 == 0 )); then split=val; else split=train; fi
+    split="train"
+    if (($(printf '%s' "$pkg" | cksum | cut -d' ' -f1) % 20 == 0)); then split="val"; fi
     mkdir -p "$STAGE/$split/$pkg"
     cp "$f" "$STAGE/$split/$pkg/"
   done
@@ -39,5 +40,5 @@ cp "$GOSRC/../LICENSE" "$STAGE/LICENSE"
   (cd "$STAGE/val" && find . -name '*.go' -printf '%h\n' | sed 's|^\./||' | LC_ALL=C sort -u | sed 's/^/  /')
 } >"$STAGE/SOURCE"
 tar -C "$STAGE" -cf - SOURCE LICENSE train val | xz -T0 -6 >"$OUT"
-cat "$STAGE/SOURCE" | head -3
+head -3 "$STAGE/SOURCE"
 log "wrote $OUT ($(du -h "$OUT" | cut -f1))"
