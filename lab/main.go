@@ -71,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = sandbox.ExecMain(args[1:])
 	case "exercise-fill": // make test: an exercise notebook with the reference solution
 		err = exerciseFillCmd(args[1:], stdout, stderr)
+	case "copies": // make lab: the student's working copies of the lessons
+		err = copiesCmd(args[1:], stdout, stderr)
 	case "nbrun":
 		err = nbrunCmd(args[1:], stdout, stderr)
 	case "sqfd":
