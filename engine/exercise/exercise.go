@@ -49,11 +49,14 @@ type Result struct {
 	Correct  bool    `json:"correct"`
 	GFLOPS   float64 `json:"gflops"`              // the student's speed at the timing size, in Unit
 	Unit     string  `json:"unit,omitempty"`      // of GFLOPS and the ladder: "" is GFLOP/s (UnitGFLOPS)
-	PctOfRef float64 `json:"pct_of_reference"`    // of the reference step's speed
+	PctOfRef float64 `json:"pct_of_reference"`    // of the reference solution's speed
+	// Reference names what PctOfRef compares with, e.g. "step 02_local_tiling".
+	Reference string `json:"reference,omitempty"`
 	Error    string  `json:"error,omitempty"`     // why it did not compile or is not correct
 	Ladder   []Rung  `json:"ladder,omitempty"`    // the reference steps, timed the same way
 	Size     string  `json:"size,omitempty"`      // the timing size
 	Detail   string  `json:"detail,omitempty"`    // e.g. the first mismatch
+	Hint     string  `json:"hint,omitempty"`      // what the failing shape has that others lack
 	Elapsed  float64 `json:"elapsed_s,omitempty"` // how long the check took
 	Solution bool    `json:"reference_solution"`  // the source was the reference solution itself
 	// Unavailable says that no device here runs the source's language (a
@@ -274,40 +277,56 @@ func show(r Result) Result {
 	return r
 }
 
-// Markdown is the result as a short report.
+// Markdown is the result as one report: pass or fail, the reason in the
+// student's terms (a compile error at their line, with the compiler's
+// whole message folded under it; the first wrong element), a hint about
+// the shape that failed, and for a pass the speed next to the reference.
 func (r Result) Markdown() string {
 	var b strings.Builder
 	switch {
 	case r.Correct:
 		fmt.Fprintf(&b, "**%s: PASS** on %s.", r.Exercise, r.Device)
 		if r.GFLOPS > 0 {
-			fmt.Fprintf(&b, " %.1f %s at %s, %.0f%% of the reference step.", r.GFLOPS, r.SpeedUnit(), r.Size, r.PctOfRef)
+			fmt.Fprintf(&b, " %.3g %s at %s", r.GFLOPS, r.SpeedUnit(), r.Size)
+			if r.PctOfRef > 0 {
+				fmt.Fprintf(&b, ", %.0f%% of the reference solution's speed", r.PctOfRef)
+				if r.Reference != "" {
+					fmt.Fprintf(&b, " (`%s`)", r.Reference)
+				}
+			}
+			b.WriteString(".")
 		}
 	case r.Unavailable:
 		fmt.Fprintf(&b, "**%s: not checked here**: %s.", r.Exercise, r.Error)
+	case !r.Compiled && strings.HasPrefix(r.Error, "does not compile: "):
+		first, log, _ := strings.Cut(r.Error, "\n")
+		fmt.Fprintf(&b, "**%s: FAIL**, it %s", r.Exercise, first)
+		if strings.TrimSpace(log) != "" {
+			fmt.Fprintf(&b, "\n\n<details><summary>▸ the compiler's whole message</summary>\n\n```text\n%s\n```\n</details>", strings.TrimSpace(log))
+		}
 	case !r.Compiled && r.Error != "":
-		fmt.Fprintf(&b, "**%s: FAIL** (does not compile or cannot run)\n\n```\n%s\n```", r.Exercise, r.Error)
+		fmt.Fprintf(&b, "**%s: FAIL** (it cannot run)\n\n```text\n%s\n```", r.Exercise, r.Error)
 	default:
 		fmt.Fprintf(&b, "**%s: FAIL**: %s", r.Exercise, r.Error)
 	}
 	if r.Detail != "" {
 		fmt.Fprintf(&b, "\n\n%s", r.Detail)
 	}
+	if r.Hint != "" {
+		fmt.Fprintf(&b, "\n\n*Hint:* %s", r.Hint)
+	}
 	return b.String()
 }
 
 // Err is nil when the check passed, or when it could not run here for want
-// of a device (the report says so); otherwise it says what is wrong, so
-// that a check cell fails with it: nb.Must(lab.Check(name, src).Err()).
+// of a device (the report says so); otherwise a one-line error that points
+// at the report, so that a check cell fails without saying it twice:
+// nb.Must(lab.Check(name, src).Err()).
 func (r Result) Err() error {
 	if r.Correct || r.Unavailable {
 		return nil
 	}
-	msg := fmt.Sprintf("%s: not yet: %s", r.Exercise, r.Error)
-	if r.Detail != "" {
-		msg += "\n" + r.Detail
-	}
-	return errors.New(msg)
+	return fmt.Errorf("%s: not passed yet (the report above says why)", r.Exercise)
 }
 
 // Extract returns the exercise source of a cell marked `// EXERCISE name`:

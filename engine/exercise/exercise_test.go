@@ -8,6 +8,7 @@ import (
 
 	"gpulab/engine/cuda/cudatest"
 	"gpulab/engine/exercise/wire"
+	"gpulab/engine/gemm"
 	"gpulab/engine/sparse"
 	"gpulab/kernels"
 )
@@ -99,7 +100,7 @@ func TestTODOFails(t *testing.T) {
 		if _, err := e.Inspect(tc.head + "    // TODO: try float4 loads next week\n}\n"); err != nil {
 			t.Errorf("%s: a TODO of the student's own: %v", tc.name, err)
 		}
-		if err := r.Err(); err == nil || !strings.Contains(err.Error(), tc.name+": not yet: ") {
+		if err := r.Err(); err == nil || err.Error() != tc.name+": not passed yet (the report above says why)" {
 			t.Errorf("%s: Err() = %v", tc.name, err)
 		}
 	}
@@ -266,7 +267,7 @@ func TestResultErr(t *testing.T) {
 	}{
 		{Result{Exercise: "x", Correct: true}, ""},
 		{Result{Exercise: "x", Unavailable: true, Error: "no CUDA device"}, ""},
-		{Result{Exercise: "x", Error: "wrong result for M=1", Detail: "first wrong element: C[0][0]"}, "x: not yet: wrong result for M=1\nfirst wrong element: C[0][0]"},
+		{Result{Exercise: "x", Error: "wrong result for M=1", Detail: "first wrong element: C[0][0]"}, "x: not passed yet (the report above says why)"},
 	} {
 		err := tc.r.Err()
 		if (err == nil) != (tc.want == "") || err != nil && err.Error() != tc.want {
@@ -418,5 +419,63 @@ func TestInspectGo(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%v, want %q for\n%s", err, tc.want, tc.cell)
 		}
+	}
+}
+
+// TestFeedbackOnce: a check's report says everything once: the compiler's
+// first error at the student's line, the whole log folded, no second copy
+// of it; a wrong result with its first wrong element and a hint about the
+// shape; a pass naming the reference it is compared with.
+func TestFeedbackOnce(t *testing.T) {
+	need(t, LangOpenCL)
+	broken := Run("gemm/tiled", gemmOpenCLHead+"    float x = ;\n}\n")
+	md := broken.Markdown()
+	if !strings.HasPrefix(md, "**gemm/tiled: FAIL**, it does not compile: line 5, column 15: error: expected expression") ||
+		!strings.Contains(md, "<details><summary>▸ the compiler's whole message</summary>") {
+		t.Errorf("compile error report:\n%s", md)
+	}
+	head, _, _ := strings.Cut(md, "<details>")
+	if strings.Count(md, "expected expression") != 2 || strings.Count(head, "expected expression") != 1 || strings.Contains(md, "generated") || strings.Contains(md, "02_local_tiling") {
+		t.Errorf("the error should stand once above the fold and once in the folded log, with no lab step name:\n%s", md)
+	}
+	wrong := Run("gemm/tiled", gemmOpenCLHead+`
+    const int n = get_global_id(0), m = get_global_id(1);
+    float acc = 0.0f;
+    for (int k = 0; k < (K / TS) * TS; k++)
+        if (m < M && n < N) acc += A[m*K + k] * B[k*N + n];
+    if (m < M && n < N) C[m*N + n] = acc;
+}
+`)
+	if md := wrong.Markdown(); !strings.Contains(md, "first wrong element: C[0][0]") ||
+		!strings.Contains(md, "*Hint:* K=1 is less than one slice along K (16): that one slice is partial") {
+		t.Errorf("wrong result report:\n%s", md)
+	}
+	if err := wrong.Err(); err == nil || strings.Contains(err.Error(), "C[0][0]") {
+		t.Errorf("Err repeats the report: %v", err)
+	}
+	pass := Run("gemm/tiled", mustOpenCL(t, "gemm/02_local_tiling"))
+	if md := pass.Markdown(); !strings.Contains(md, "of the reference solution's speed (`step 02_local_tiling`)") {
+		t.Errorf("pass report:\n%s", md)
+	}
+}
+
+func TestHints(t *testing.T) {
+	for _, tc := range []struct {
+		h    hinter
+		want string
+	}{
+		{gemmProblem{s: gemm.Shape{M: 64, N: 48, K: 33}, tiles: tiles{mn: 32, k: 32}}, "K=33 is not a multiple of the slice along K (32)"},
+		{gemmProblem{s: gemm.Shape{M: 64, N: 48, K: 64}, tiles: tiles{mn: 32, k: 32}}, "M=64 and N=48 are not multiples of the 32×32 tile of C"},
+		{assignProblem{n: 777}, "n=777 is not a multiple of the block (256)"},
+		{assignProblem{n: 5}, "n=5 is less than one block of 256 threads"},
+		{rmsnormProblem{n: 3, width: 37}, "width=37 is less than the block's 256 threads"},
+		{routerProblem{routerShape: routerShape{tokens: 1000, experts: 32, k: 32, bias: true}}, "k = experts = 32"},
+	} {
+		if got := tc.h.hint(); !strings.Contains(got, tc.want) {
+			t.Errorf("%T: hint %q, want %q", tc.h, got, tc.want)
+		}
+	}
+	if got := (gemmProblem{s: gemm.Shape{M: 64, N: 64, K: 64}, tiles: tiles{mn: 32, k: 32}}).hint(); got != "" {
+		t.Errorf("a shape of whole tiles has a hint: %q", got)
 	}
 }

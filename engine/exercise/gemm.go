@@ -22,9 +22,9 @@ func init() {
 		Name: "gemm/tiled",
 		Doc:  "C = A·B with tiles of A and B in __local / shared memory (OpenCL step 02, CUDA step 03)",
 		Flavors: []Flavor{
-			cudaGEMMFlavor("03_smem_tiling", "// TODO: load a TILE×TILE tile of A and of B into __shared__ arrays,",
+			cudaGEMMFlavor("03_smem_tiling", tiles{mn: 32, k: 32}, "// TODO: load a TILE×TILE tile of A and of B into __shared__ arrays,",
 				[]string{"02_coalesced", "04_1d_register_tiling"}),
-			openCLGEMMFlavor("02_local_tiling", map[string]int{"TS": 16}, "// TODO: load a TS×TS tile of A and of B into __local memory,",
+			openCLGEMMFlavor("02_local_tiling", map[string]int{"TS": 16}, tiles{mn: 16, k: 16}, "// TODO: load a TS×TS tile of A and of B into __local memory,",
 				[]string{"01_naive", "03_more_work_per_thread"}),
 		},
 	})
@@ -32,11 +32,11 @@ func init() {
 		Name: "gemm/register-tiled",
 		Doc:  "C = A·B with a block of C in registers per work-item: 2D register blocking (OpenCL step 05, CUDA step 05)",
 		Flavors: []Flavor{
-			cudaGEMMFlavor("05_2d_register_tiling", "", []string{"03_smem_tiling", "04_1d_register_tiling", "06_vectorized"}),
+			cudaGEMMFlavor("05_2d_register_tiling", tiles{mn: 128, k: 8}, "", []string{"03_smem_tiling", "04_1d_register_tiling", "06_vectorized"}),
 			// 64×64 tiles of 8×8 blocks: 64 work-items, which PoCL and
 			// every GPU take.
 			openCLGEMMFlavor("05_2d_register_blocking", map[string]int{"TSM": 64, "TSN": 64, "TSK": 16, "WPTM": 8, "WPTN": 8, "PADA": 4},
-				"// TODO: for each slice of TSK along K, load the TSM×TSK slice of A and",
+				tiles{mn: 64, k: 16}, "// TODO: for each slice of TSK along K, load the TSM×TSK slice of A and",
 				[]string{"02_local_tiling", "03_more_work_per_thread", "04_wider_types"}),
 		},
 	})
@@ -46,11 +46,31 @@ func init() {
 // ones, and sizes that are multiples of no tile.
 var gemmShapes = []gemm.Shape{{M: 1, N: 1, K: 1}, {M: 17, N: 33, K: 5}, {M: 64, N: 48, K: 31}, {M: 100, N: 7, K: 130}, {M: 130, N: 67, K: 33}}
 
+// tiles is the tile of C a step's work-group computes (mn along M and N)
+// and the depth of its slices along K, for the hints.
+type tiles struct{ mn, k int }
+
 // gemmProblem is C = A·B at one shape, launched as launch says.
 type gemmProblem struct {
 	s      gemm.Shape
 	a, b   []float32
 	launch func(s gemm.Shape) (wire.Task, error)
+	tiles  tiles
+}
+
+// hint says which partial tiles the shape has.
+func (p gemmProblem) hint() string {
+	var h []string
+	switch {
+	case p.s.K < p.tiles.k:
+		h = append(h, fmt.Sprintf("K=%d is less than one slice along K (%d): that one slice is partial, and its elements past K must be loaded as zeros", p.s.K, p.tiles.k))
+	case p.s.K%p.tiles.k != 0:
+		h = append(h, fmt.Sprintf("K=%d is not a multiple of the slice along K (%d): the last slice is partial, and its elements past K must be loaded as zeros", p.s.K, p.tiles.k))
+	}
+	if p.s.M%p.tiles.mn != 0 || p.s.N%p.tiles.mn != 0 {
+		h = append(h, fmt.Sprintf("M=%d and N=%d are not multiples of the %d×%d tile of C: the last tiles hang over C's edges, so loads there must be guarded and nothing stored past row M or column N", p.s.M, p.s.N, p.tiles.mn, p.tiles.mn))
+	}
+	return strings.Join(h, "; ")
 }
 
 func (p gemmProblem) String() string { return fmt.Sprintf("M=%d N=%d K=%d", p.s.M, p.s.N, p.s.K) }
@@ -87,20 +107,20 @@ func (p gemmProblem) mismatch(out [][]uint32, rows []int) (string, error) {
 }
 
 // gemmDraws draws A and B in [-1, 1) for each shape.
-func gemmDraws(shapes []gemm.Shape, launch func(gemm.Shape) (wire.Task, error)) []draw {
+func gemmDraws(shapes []gemm.Shape, launch func(gemm.Shape) (wire.Task, error), t tiles) []draw {
 	var out []draw
 	for _, s := range shapes {
 		out = append(out, func(rng *rand.Rand) (problem, error) {
 			if _, err := launch(s); err != nil {
 				return nil, err
 			}
-			return gemmProblem{s: s, a: randomMatrix(rng, s.M*s.K), b: randomMatrix(rng, s.K*s.N), launch: launch}, nil
+			return gemmProblem{s: s, a: randomMatrix(rng, s.M*s.K), b: randomMatrix(rng, s.K*s.N), launch: launch, tiles: t}, nil
 		})
 	}
 	return out
 }
 
-func cudaGEMMFlavor(step, todo string, neighbours []string) Flavor {
+func cudaGEMMFlavor(step string, t tiles, todo string, neighbours []string) Flavor {
 	launch := func(s gemm.Shape) (wire.Task, error) {
 		kernel, cfg, options, err := gemm.CUDALaunch(step, s)
 		return wire.Task{Entry: kernel, Decl: gemm.CUDADecl(kernel), Options: options, Shared: cfg.SharedMem,
@@ -113,8 +133,8 @@ func cudaGEMMFlavor(step, todo string, neighbours []string) Flavor {
 		Solution: func() (string, error) { return kernels.CUDA("gemm/" + step) },
 		devices:  cudaDevices,
 		check: func(s *session) Result {
-			timing := gemmDraws([]gemm.Shape{{M: 2048, N: 2048, K: 2048}}, launch)[0]
-			return s.judge(gemmDraws(gemmShapes, launch), timing, "step "+step, gemmLadder(neighbours, func(step string, p gemmProblem) ([]float32, time.Duration, error) {
+			timing := gemmDraws([]gemm.Shape{{M: 2048, N: 2048, K: 2048}}, launch, t)[0]
+			return s.judge(gemmDraws(gemmShapes, launch, t), timing, "step "+step, gemmLadder(neighbours, func(step string, p gemmProblem) ([]float32, time.Duration, error) {
 				return gemm.CUDAGEMM(s.dev.CUDA, step, "", p.s, p.a, p.b)
 			}))
 		},
@@ -124,7 +144,7 @@ func cudaGEMMFlavor(step, todo string, neighbours []string) Flavor {
 // openCLGEMMFlavor launches a kernel with step's geometry at the given
 // defines; in a notebook, the ladder's other steps run with their first
 // configuration the device takes.
-func openCLGEMMFlavor(step string, defines map[string]int, todo string, neighbours []string) Flavor {
+func openCLGEMMFlavor(step string, defines map[string]int, t tiles, todo string, neighbours []string) Flavor {
 	launch := func(s gemm.Shape) (wire.Task, error) {
 		cfg, err := gemm.NewOpenCLConfig(step, defines)
 		if err != nil {
@@ -145,7 +165,7 @@ func openCLGEMMFlavor(step string, defines map[string]int, todo string, neighbou
 			if isPoCL(s.info) {
 				timing = gemm.Shape{M: 256, N: 256, K: 256}
 			}
-			return s.judge(gemmDraws(gemmShapes, launch), gemmDraws([]gemm.Shape{timing}, launch)[0], "step "+step,
+			return s.judge(gemmDraws(gemmShapes, launch, t), gemmDraws([]gemm.Shape{timing}, launch, t)[0], "step "+step,
 				gemmLadder(neighbours, func(step string, p gemmProblem) ([]float32, time.Duration, error) {
 					cfgs, err := gemm.OpenCLConfigs(step)
 					if err != nil {

@@ -104,6 +104,20 @@ func newSpGEMMProblem(name string, a, b *sparse.CSR) (problem, error) {
 }
 
 func (p spgemmProblem) String() string  { return p.name }
+
+func (p spgemmProblem) hint() string {
+	var h []string
+	for i := range p.a.Rows {
+		if p.a.RowPtr[i] == p.a.RowPtr[i+1] {
+			h = append(h, "A has empty rows: C's rows for them are empty, and C.RowPtr must still have an entry for each")
+			break
+		}
+	}
+	if p.a.Rows != p.b.Cols {
+		h = append(h, fmt.Sprintf("C is %d×%d: as many rows as A, as many columns as B", p.a.Rows, p.b.Cols))
+	}
+	return strings.Join(h, "; ")
+}
 func (p spgemmProblem) task() wire.Task { return gohost.SpGEMMTask(p.a, p.b) }
 func (p spgemmProblem) rows() int       { return p.a.Rows }
 func (p spgemmProblem) work() float64   { return 2 * float64(sparse.Products(p.a, p.b)) }

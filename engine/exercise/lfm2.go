@@ -86,6 +86,17 @@ type rmsnormProblem struct {
 }
 
 func (p rmsnormProblem) String() string { return fmt.Sprintf("rows=%d width=%d", p.n, p.width) }
+
+func (p rmsnormProblem) hint() string {
+	h := fmt.Sprintf("width=%d: each of the block's %d threads sums the elements i = tid, tid + %d, ... below width, and the reduction adds all %d partial sums", p.width, rmsnormThreads, rmsnormThreads, rmsnormThreads)
+	if p.width < rmsnormThreads {
+		h = fmt.Sprintf("width=%d is less than the block's %d threads: most threads have no element, and their partial sums must be 0", p.width, rmsnormThreads)
+	}
+	if p.n > 1 {
+		h += "; row 1 is all zeros: its norm is 0, and eps keeps 1/sqrt(mean + eps) finite"
+	}
+	return h
+}
 func (p rmsnormProblem) rows() int      { return p.n }
 
 // work is what the kernel must move: x read and y written once, and w.
@@ -232,6 +243,17 @@ type routerProblem struct {
 }
 
 func (p routerProblem) rows() int { return p.tokens }
+
+func (p routerProblem) hint() string {
+	h := blockHint("tokens", p.tokens, routerBlock, "token")
+	if p.k == p.experts {
+		h += fmt.Sprintf("; k = experts = %d: every expert is picked, in order of score", p.k)
+	}
+	if !p.routerShape.bias {
+		h += "; no bias: in the rows of equal logits every score ties, and ties go to the lower index"
+	}
+	return h
+}
 
 // work is what the kernel must move: the logits and the biases read, k
 // indices and weights written per token.

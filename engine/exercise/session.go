@@ -73,6 +73,11 @@ type problem interface {
 	work() float64 // the flops, or bytes, of one run
 }
 
+// A hinter is a problem that can say what its shape has that a kernel
+// easily gets wrong (a size that is a multiple of no tile, a row of zeros),
+// shown with a wrong result on it.
+type hinter interface{ hint() string }
+
 // A draw makes a problem with fresh random inputs.
 type draw func(rng *rand.Rand) (problem, error)
 
@@ -106,6 +111,9 @@ func (s *session) judge(shapes []draw, timing draw, refName string, ladder func(
 			if err != nil {
 				r.Error = err.Error()
 			}
+			if h, ok := p.(hinter); ok {
+				r.Hint = h.hint()
+			}
 			return r
 		}
 	}
@@ -118,7 +126,7 @@ func (s *session) judge(shapes []draw, timing draw, refName string, ladder func(
 		}
 		return r
 	}
-	r.Correct, r.GFLOPS, r.Size = true, speed, p.String()
+	r.Correct, r.GFLOPS, r.Size, r.Reference = true, speed, p.String(), refName
 	if s.solution != nil {
 		if ref, _, err := s.speed(s.solution, timing); err == nil {
 			r.Ladder = append(r.Ladder, Rung{Name: refName, GFLOPS: ref})

@@ -114,6 +114,14 @@ func newSQFDProblem(rng *rand.Rand, lang string, s sqfdShape) (sqfdProblem, erro
 }
 
 func (p sqfdProblem) String() string { return p.shape.String() }
+
+func (p sqfdProblem) hint() string {
+	h := blockHint("n", p.shape.n, sqfdBlock, "signature")
+	if p.shape.k > 2 {
+		h += fmt.Sprintf("; medoids 0 and %d are the same signature, so every signature is exactly as near to both: the lower index wins", p.shape.k-1)
+	}
+	return h
+}
 func (p sqfdProblem) rows() int      { return p.shape.n }
 
 // flops counts the useful work: the cross term of every (signature,

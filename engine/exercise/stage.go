@@ -391,5 +391,17 @@ func ints(bits []uint32) []int32 {
 	return out
 }
 
+// blockHint says what a count that is a multiple of no block asks of a
+// kernel with a thread per item.
+func blockHint(name string, n, block int, item string) string {
+	switch {
+	case n < block:
+		return fmt.Sprintf("%s=%d is less than one block of %d threads: threads with no %s (index >= %s) must do nothing", name, n, block, item, name)
+	case n%block != 0:
+		return fmt.Sprintf("%s=%d is not a multiple of the block (%d): the last block's threads past %s must not read or write", name, n, block, name)
+	}
+	return ""
+}
+
 // groupsOf is the number of groups of local items that cover n.
 func groupsOf(n, local int) int { return max(1, (n+local-1)/local) }

@@ -118,6 +118,7 @@ func checkWGSize(s *session) Result {
 			s.ran, r.Compiled = true, true
 			if d, _ := p.mismatch(out, nil); d != "" {
 				r.Error, r.Detail = "wrong result for "+p.String(), d
+				r.Hint = blockHint("n", p.(wgProblem).n, local, "element")
 				return r
 			}
 			sweep = append(sweep, wgDraw(timingN, local, hint))

@@ -3,7 +3,10 @@ package opencl
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
+	"syscall"
 	"unsafe"
 )
 
@@ -25,6 +28,37 @@ type Context struct {
 }
 
 type programKey struct{ source, options string }
+
+// withoutCompilerChatter runs build. On PoCL, whose in-process clang also
+// prints its diagnostics summary ("1 error generated.") to the process's
+// stderr, stderr points at /dev/null meanwhile: the build log already holds
+// every diagnostic, and the stray line would read as a second report. Go
+// code that writes to stderr during the build is silenced too; builds are
+// short and hold the context's lock.
+func withoutCompilerChatter(platform string, build func()) {
+	if !strings.Contains(platform, "Portable Computing Language") {
+		build()
+		return
+	}
+	saved, err := syscall.Dup(2)
+	if err != nil {
+		build()
+		return
+	}
+	defer syscall.Close(saved)
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		build()
+		return
+	}
+	defer null.Close()
+	if syscall.Dup3(int(null.Fd()), 2, 0) != nil {
+		build()
+		return
+	}
+	defer syscall.Dup3(saved, 2, 0)
+	build()
+}
 
 var errReleased = errors.New("opencl: context released")
 
@@ -147,7 +181,9 @@ func (c *Context) Build(source, options string) (*Program, error) {
 		return nil, fmt.Errorf("opencl: create program: %w", err)
 	}
 	dev := c.device.id
-	if err := check(cl.buildProgram(program, 1, &dev, options, 0, 0)); err != nil {
+	var status2 int32
+	withoutCompilerChatter(c.device.platform.Name(), func() { status2 = cl.buildProgram(program, 1, &dev, options, 0, 0) })
+	if err := check(status2); err != nil {
 		buildLog, logErr := infoString(func(param uint32, size uintptr, value unsafe.Pointer, sizeRet *uintptr) int32 {
 			return cl.getProgramBuildInfo(program, dev, param, size, value, sizeRet)
 		}, clProgramBuildLog)

@@ -1,9 +1,12 @@
 package opencl_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -672,4 +675,28 @@ func mustAlloc(t *testing.T, c *opencl.Context, bytes int) *opencl.Buffer {
 	}
 	t.Cleanup(b.Release)
 	return b
+}
+
+// TestBuildIsQuiet: a failing build says everything in its error, and
+// nothing on the process's stderr (PoCL's clang would print "1 error
+// generated." there, a second, stray report). The build runs in a child
+// process whose stderr the test reads.
+func TestBuildIsQuiet(t *testing.T) {
+	if os.Getenv("GPULAB_BUILD_QUIET_CHILD") == "1" {
+		ctx := newContext(t)
+		_, err := ctx.Build("__kernel void f(void) { this does not compile }", "")
+		fmt.Println(err != nil)
+		return
+	}
+	newContext(t) // skips without OpenCL
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBuildIsQuiet$")
+	cmd.Env = append(os.Environ(), "GPULAB_BUILD_QUIET_CHILD=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "true") || strings.Contains(stderr.String(), "generated") {
+		t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
 }
