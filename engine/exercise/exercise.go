@@ -47,18 +47,18 @@ type Result struct {
 	Device   string  `json:"device"`
 	Compiled bool    `json:"compiled"`
 	Correct  bool    `json:"correct"`
-	GFLOPS   float64 `json:"gflops"`              // the student's speed at the timing size, in Unit
-	Unit     string  `json:"unit,omitempty"`      // of GFLOPS and the ladder: "" is GFLOP/s (UnitGFLOPS)
-	PctOfRef float64 `json:"pct_of_reference"`    // of the reference solution's speed
+	GFLOPS   float64 `json:"gflops"`           // the student's speed at the timing size, in Unit
+	Unit     string  `json:"unit,omitempty"`   // of GFLOPS and the ladder: "" is GFLOP/s (UnitGFLOPS)
+	PctOfRef float64 `json:"pct_of_reference"` // of the reference solution's speed
 	// Reference names what PctOfRef compares with, e.g. "step 02_local_tiling".
-	Reference string `json:"reference,omitempty"`
-	Error    string  `json:"error,omitempty"`     // why it did not compile or is not correct
-	Ladder   []Rung  `json:"ladder,omitempty"`    // the reference steps, timed the same way
-	Size     string  `json:"size,omitempty"`      // the timing size
-	Detail   string  `json:"detail,omitempty"`    // e.g. the first mismatch
-	Hint     string  `json:"hint,omitempty"`      // what the failing shape has that others lack
-	Elapsed  float64 `json:"elapsed_s,omitempty"` // how long the check took
-	Solution bool    `json:"reference_solution"`  // the source was the reference solution itself
+	Reference string  `json:"reference,omitempty"`
+	Error     string  `json:"error,omitempty"`     // why it did not compile or is not correct
+	Ladder    []Rung  `json:"ladder,omitempty"`    // the reference steps, timed the same way
+	Size      string  `json:"size,omitempty"`      // the timing size
+	Detail    string  `json:"detail,omitempty"`    // e.g. the first mismatch
+	Hint      string  `json:"hint,omitempty"`      // what the failing shape has that others lack
+	Elapsed   float64 `json:"elapsed_s,omitempty"` // how long the check took
+	Solution  bool    `json:"reference_solution"`  // the source was the reference solution itself
 	// Unavailable says that no device here runs the source's language (a
 	// CUDA kernel on a machine without an NVIDIA GPU): the check did not
 	// run, which is not the student's fault.

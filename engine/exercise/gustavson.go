@@ -103,7 +103,7 @@ func newSpGEMMProblem(name string, a, b *sparse.CSR) (problem, error) {
 	return spgemmProblem{name: name, a: a, b: b}, nil
 }
 
-func (p spgemmProblem) String() string  { return p.name }
+func (p spgemmProblem) String() string { return p.name }
 
 func (p spgemmProblem) hint() string {
 	var h []string

@@ -53,7 +53,7 @@ type assignProblem struct {
 func (p assignProblem) String() string { return fmt.Sprintf("n=%d d=%d k=%d", p.n, p.d, p.k) }
 
 func (p assignProblem) hint() string { return blockHint("n", p.n, assignBlock, "point") }
-func (p assignProblem) rows() int      { return p.n }
+func (p assignProblem) rows() int    { return p.n }
 
 // work counts a subtraction and a fused multiply-add per dimension, center
 // and point, as the kmeans suite does.

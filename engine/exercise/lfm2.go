@@ -97,7 +97,7 @@ func (p rmsnormProblem) hint() string {
 	}
 	return h
 }
-func (p rmsnormProblem) rows() int      { return p.n }
+func (p rmsnormProblem) rows() int { return p.n }
 
 // work is what the kernel must move: x read and y written once, and w.
 func (p rmsnormProblem) work() float64 { return 4 * float64(2*p.n*p.width+p.width) }

@@ -122,7 +122,7 @@ func (p sqfdProblem) hint() string {
 	}
 	return h
 }
-func (p sqfdProblem) rows() int      { return p.shape.n }
+func (p sqfdProblem) rows() int { return p.shape.n }
 
 // flops counts the useful work: the cross term of every (signature,
 // medoid) pair, sqfd.FlopsPerPair per pair of centroids.
