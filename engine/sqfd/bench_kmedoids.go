@@ -102,7 +102,7 @@ func kmedoidsCases(dev *engine.Device, size string) (_ []bench.Case, _ func(), e
 func cpuCases(m *Metric, medoids []int, labels []int32, dist []float64, assignFlops, scoreFlops float64, params bench.Params) []bench.Case {
 	n := m.Len()
 	gotLabels, gotDist := make([]int32, n), make([]float64, n)
-	assign := bench.Case{Variant: "cpu_assignment", Baseline: true, Flops: assignFlops, Tol: 0, Params: params,
+	assign := bench.Case{Variant: CPUAssignment, Baseline: true, Flops: assignFlops, Tol: 0, Params: params,
 		Run: func() (time.Duration, error) {
 			start := time.Now()
 			kmedoids.Assign(m, medoids, gotLabels, gotDist)
@@ -112,7 +112,7 @@ func cpuCases(m *Metric, medoids []int, labels []int32, dist []float64, assignFl
 	}
 	want, _ := kmedoids.Update(m, labels, medoids)
 	var got []int
-	scores := bench.Case{Variant: "cpu_scores", CompareWith: "cpu_assignment", Flops: scoreFlops, Tol: 0, Params: params,
+	scores := bench.Case{Variant: CPUScores, CompareWith: CPUAssignment, Flops: scoreFlops, Tol: 0, Params: params,
 		Run: func() (time.Duration, error) {
 			start := time.Now()
 			got, _ = kmedoids.Update(m, labels, medoids)
@@ -175,11 +175,10 @@ func cudaCases(dev *engine.Device, sp SigSpec, m *Metric, medoids []int, labels 
 	if err != nil {
 		return nil, err
 	}
-	cpuBase, compareScores := "cpu_assignment", "cpu_scores"
+	cpuBase, compareScores := CPUAssignment, CPUScores
 	if !cpuRuns {
-		cpuBase, compareScores = "cuda_assign_naive", "cuda_scores_naive"
+		cpuBase, compareScores = AssignNaive, ScoresNaive
 	}
-	gpus := fmt.Sprintf("_x%d", sp.GPUs)
 	peak := dev.PeakGFLOPS
 	var cases []bench.Case
 
@@ -192,9 +191,9 @@ func cudaCases(dev *engine.Device, sp SigSpec, m *Metric, medoids []int, labels 
 		e, err := checkLabels(m, medoids, l, d, sample)
 		return bench.Checked{MaxRelErr: e, Worst: -1}, err
 	}
-	assigns := []assignVariant{{"cuda_assign_naive", "", naive, againstCPU}, {"cuda_assign_shared", "", shared, againstCPU}}
+	assigns := []assignVariant{{AssignNaive, "", naive, againstCPU}, {AssignShared, "", shared, againstCPU}}
 	if multi != nil {
-		assigns = append(assigns, assignVariant{"cuda_assign_shared" + gpus, "cuda_assign_shared", multi, func(l []int32, d []float64) (bench.Checked, error) {
+		assigns = append(assigns, assignVariant{OnGPUs(AssignShared, sp.GPUs), AssignShared, multi, func(l []int32, d []float64) (bench.Checked, error) {
 			if !slices.Equal(l, oneLabels) || !slices.Equal(d, oneDist) {
 				return bench.Checked{}, fmt.Errorf("labels or distances differ from the single-GPU run's")
 			}
@@ -224,9 +223,9 @@ func cudaCases(dev *engine.Device, sp SigSpec, m *Metric, medoids []int, labels 
 		g             *KMedoidsGPU
 		want          []int
 	}
-	scores := []scoreVariant{{"cuda_scores_naive", compareScores, naive, wantMedoids}, {"cuda_scores_shared", compareScores, shared, wantMedoids}}
+	scores := []scoreVariant{{ScoresNaive, compareScores, naive, wantMedoids}, {ScoresShared, compareScores, shared, wantMedoids}}
 	if multi != nil {
-		scores = append(scores, scoreVariant{"cuda_scores_shared" + gpus, "cuda_scores_shared", multi, oneMedoids})
+		scores = append(scores, scoreVariant{OnGPUs(ScoresShared, sp.GPUs), ScoresShared, multi, oneMedoids})
 	}
 	for _, v := range scores {
 		var got []int
@@ -258,9 +257,11 @@ func cudaCases(dev *engine.Device, sp SigSpec, m *Metric, medoids []int, labels 
 	}
 	var oneFit *kmedoids.Result
 	for _, g := range fits {
-		name, compare := "cuda_fit", ""
+		// A whole run is timed per iteration, so it compares with itself,
+		// or with the single-GPU run, not with one pass.
+		name, compare := FitGPU, FitGPU
 		if g == multi {
-			name, compare = "cuda_fit"+gpus, "cuda_fit"
+			name = OnGPUs(FitGPU, sp.GPUs)
 		}
 		var got *kmedoids.Result
 		c := bench.Case{Variant: name, CompareWith: compare, Tol: 0, Params: with(params, "gpus", len(g.shards))}

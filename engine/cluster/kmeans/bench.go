@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gpulab/datasets"
 	"gpulab/engine"
 	"gpulab/engine/bench"
 	"gpulab/engine/cpu"
@@ -63,12 +62,10 @@ func cases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	blobs := datasets.Blobs{N: sp.N, D: sp.D, K: sp.K, Seed: 1}
-	if err := blobs.Validate(); err != nil {
+	x, err := Materialize(sp.Blobs())
+	if err != nil {
 		return nil, nil, err
 	}
-	x := &Matrix{N: sp.N, D: sp.D, X: make([]float32, sp.N*sp.D)}
-	blobs.Rows(0, sp.N, x.X)
 	init, err := initialCenters(x, Config{K: sp.K, Seed: 2})
 	if err != nil {
 		return nil, nil, err

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // agree checks a GPU run against the CPU reference from the same initial
@@ -101,4 +102,31 @@ func TestGPUBadInput(t *testing.T) {
 			t.Errorf("%+v: error %v, want %q", tc.opt, err, tc.want)
 		}
 	}
+}
+
+// TestTimeSeedTable: the seed's table on a small set, each time the sum of
+// its iterations only, so 36 iterations take longer than 10.
+func TestTimeSeedTable(t *testing.T) {
+	ctx := cudatest.Context(t)
+	x, _ := blobs(t, 3001, 96, 7, 3)
+	runs, err := TimeSeedTable(ctx, x, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != len(SeedLog) {
+		t.Fatalf("%d runs, want %d", len(runs), len(SeedLog))
+	}
+	at := map[[2]int]time.Duration{}
+	for _, r := range runs {
+		if r.Time <= 0 {
+			t.Errorf("TPB %d, %d iterations: %v", r.TPB, r.Iters, r.Time)
+		}
+		at[[2]int{r.TPB, r.Iters}] = r.Time
+	}
+	for _, tpb := range []int{32, 256} {
+		if at[[2]int{tpb, 36}] <= at[[2]int{tpb, 10}] {
+			t.Errorf("TPB %d: 36 iterations in %v, 10 in %v", tpb, at[[2]int{tpb, 36}], at[[2]int{tpb, 10}])
+		}
+	}
+	t.Log(SeedTableMarkdown(ctx.ID(), Spec{N: x.N, D: x.D, K: 7}, runs))
 }

@@ -50,6 +50,17 @@ const (
 	Random                     // K distinct points drawn with the seed
 )
 
+// String names the initialization: "k-means++" or "random".
+func (i Init) String() string {
+	switch i {
+	case KMeansPlusPlus:
+		return "k-means++"
+	case Random:
+		return "random"
+	}
+	return fmt.Sprintf("Init(%d)", int(i))
+}
+
 // InitSample is the most points k-means++ looks at: enough for good seeds,
 // and a 1M x 1536 data set does not need 25 passes before the first iteration.
 const InitSample = 1 << 16

@@ -13,12 +13,11 @@ import (
 func blobs(t testing.TB, n, d, k int, seed uint64) (*Matrix, datasets.Blobs) {
 	t.Helper()
 	b := datasets.Blobs{N: n, D: d, K: k, Seed: seed, Spread: 1, Box: 10}
-	if err := b.Validate(); err != nil {
+	x, err := Materialize(b)
+	if err != nil {
 		t.Fatal(err)
 	}
-	x := make([]float32, n*d)
-	b.Rows(0, n, x)
-	return &Matrix{N: n, D: d, X: x}, b
+	return x, b
 }
 
 // TestLloydByHand checks two iterations worked out on paper: points 0, 1,
@@ -66,15 +65,7 @@ func TestRecoversBlobs(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Each found cluster must hold one true blob's points only.
-		owner := map[int32]int{}
-		mixed := 0
-		for i, l := range r.Labels {
-			if o, ok := owner[l]; !ok {
-				owner[l] = b.Label(i)
-			} else if o != b.Label(i) {
-				mixed++
-			}
-		}
+		mixed := Impurity(r.Labels, b.Label)
 		want := float64(x.N * x.D)
 		if init == KMeansPlusPlus && (mixed > 0 || math.Abs(r.Inertia-want) > 0.1*want) {
 			t.Errorf("k-means++: %d points in a foreign cluster, inertia %g (want about %g)", mixed, r.Inertia, want)

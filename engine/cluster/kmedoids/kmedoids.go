@@ -35,6 +35,17 @@ const (
 	Random               // K distinct items, drawn with the seed
 )
 
+// String names the initialization: "k-medoids++" or "random".
+func (i Init) String() string {
+	switch i {
+	case PlusPlus:
+		return "k-medoids++"
+	case Random:
+		return "random"
+	}
+	return fmt.Sprintf("Init(%d)", int(i))
+}
+
 // Config is what Fit needs.
 type Config struct {
 	K        int

@@ -127,3 +127,14 @@ func TestRunErrors(t *testing.T) {
 		t.Errorf("Run(CPU) %v %g, Fit %v %g", a.Medoids, a.Cost, b.Medoids, b.Cost)
 	}
 }
+
+func TestInitString(t *testing.T) {
+	for _, tc := range []struct {
+		init Init
+		want string
+	}{{PlusPlus, "k-medoids++"}, {Random, "random"}, {Init(7), "Init(7)"}} {
+		if got := tc.init.String(); got != tc.want {
+			t.Errorf("%d: %q, want %q", int(tc.init), got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package kmeans
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"gpulab/engine/bench"
+	"gpulab/engine/cuda"
+)
+
+// SeedSource names the seed document of notebook 04.
+const SeedSource = "a student's k-means on GPU progress log (Korean, undated), RTX 4090"
+
+// A SeedRun is a row of the seed's table: its block-per-point k-means at
+// 1M × 1536, K = 25, on an RTX 4090, with TPB threads per block, for Iters
+// iterations. Before and After are the times of all the iterations before
+// and after its change from a thread per point (with chunks of centers in
+// shared memory) to a block per point.
+type SeedRun struct {
+	TPB, Iters    int
+	Before, After time.Duration
+}
+
+// SeedLog is the seed's table as its log gives it ("3.221->9.416" seconds).
+var SeedLog = []SeedRun{
+	{32, 10, 3221 * time.Millisecond, 9416 * time.Millisecond},
+	{256, 10, 2279 * time.Millisecond, 1928 * time.Millisecond},
+	{32, 36, 11592 * time.Millisecond, 33982 * time.Millisecond},
+	{256, 36, 8125 * time.Millisecond, 6927 * time.Millisecond},
+}
+
+// SeedSpec is the seed's data: 1M points of 1536 dimensions, K = 25.
+var SeedSpec = Spec{N: 1000000, D: 1536, K: 25}
+
+// seedAfter is the seed's time of iters iterations at tpb, after its change.
+func seedAfter(tpb, iters int) (time.Duration, bool) {
+	i := slices.IndexFunc(SeedLog, func(s SeedRun) bool { return s.TPB == tpb && s.Iters == iters })
+	if i < 0 {
+		return 0, false
+	}
+	return SeedLog[i].After, true
+}
+
+// SeedMarkdown is the seed's table, captioned with its source.
+func SeedMarkdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*The seed's figures, from %s: %s × %d, K = %d; the time of all the iterations, before and after its change from a thread per point to a block per point:*\n\n",
+		SeedSource, count(SeedSpec.N), SeedSpec.D, SeedSpec.K)
+	b.WriteString("| TPB | iterations | before | after |\n|---:|---:|---:|---:|\n")
+	for _, s := range SeedLog {
+		fmt.Fprintf(&b, "| %d | %d | %.3f s | %.3f s |\n", s.TPB, s.Iters, s.Before.Seconds(), s.After.Seconds())
+	}
+	return b.String()
+}
+
+// SeedComparison compares the seed's times at TPB 256 with a recorded
+// block_per_point run at the seed's size (the kmeans suite runs it at TPB
+// 256): its time per iteration, times 10 and 36.
+func SeedComparison(recs []bench.Record) string {
+	i := slices.IndexFunc(recs, func(r bench.Record) bool {
+		sp, err := ParseSpec(r.Size)
+		return err == nil && r.OK && r.Variant == "block_per_point" && sp.Batch == 0 && sp.N == SeedSpec.N && sp.D == SeedSpec.D && sp.K == SeedSpec.K
+	})
+	if i < 0 {
+		return "*(no passing block_per_point record at the seed's size to compare with)*"
+	}
+	r := recs[i]
+	per := msDuration(r.MedianMS)
+	var parts []string
+	for _, iters := range []int{10, 36} {
+		seed, _ := seedAfter(256, iters)
+		ours := per * time.Duration(iters)
+		parts = append(parts, fmt.Sprintf("%d iterations take %s against the seed's %s (%s)", iters, durationText(ours), durationText(seed), relative(ours, seed)))
+	}
+	return fmt.Sprintf("The recorded `block_per_point` on the %s ran at the seed's size, at TPB 256: %s per iteration. So %s. Our iteration includes the sorted update (06) and a round trip to the host for the sums; the log does not say what its times include.",
+		r.DeviceName, durationText(per), joinAnd(parts))
+}
+
+// IterTiming is the time of Iters iterations of block_per_point at TPB
+// threads per block.
+type IterTiming struct {
+	TPB, Iters int
+	Time       time.Duration
+}
+
+// TimeSeedTable runs the seed's table on ctx: block_per_point at each TPB
+// and iteration count of SeedLog, from the same k-means++ centers. Each
+// time is the iterations' own (GPUStats.PerIter: from the upload of the
+// centers to the download of the sums, each iteration), without the
+// upload of X, the initialization or the final assignment.
+func TimeSeedTable(ctx *cuda.Context, x Data, k int) ([]IterTiming, error) {
+	init, err := initialCenters(x, Config{K: k, Seed: 2})
+	if err != nil {
+		return nil, err
+	}
+	var out []IterTiming
+	var tpbs []int
+	for _, s := range SeedLog {
+		if !slices.Contains(tpbs, s.TPB) {
+			tpbs = append(tpbs, s.TPB)
+		}
+	}
+	for _, tpb := range tpbs { // one copy of X on the device at a time
+		runs, err := timeIterations(ctx, x, k, tpb, init)
+		if err != nil {
+			return nil, fmt.Errorf("kmeans: the seed's table at TPB %d: %w", tpb, err)
+		}
+		out = append(out, runs...)
+	}
+	return out, nil
+}
+
+// timeIterations times block_per_point at tpb for each iteration count
+// of SeedLog at that TPB.
+func timeIterations(ctx *cuda.Context, x Data, k, tpb int, init []float32) ([]IterTiming, error) {
+	g, err := NewGPU(ctx, x, k, GPUOptions{Variant: "block_per_point", TPB: tpb})
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	var out []IterTiming
+	for _, s := range SeedLog {
+		if s.TPB != tpb {
+			continue
+		}
+		if _, err := g.Fit(Config{K: k, MaxIters: s.Iters, Centers: init}); err != nil {
+			return nil, fmt.Errorf("%d iterations: %w", s.Iters, err)
+		}
+		var t time.Duration
+		for _, d := range g.Stats().PerIter[:s.Iters] {
+			t += d
+		}
+		out = append(out, IterTiming{tpb, s.Iters, t})
+	}
+	return out, nil
+}
+
+// SeedTableMarkdown shows the seed's table as measured on a device at size
+// sp, and compares TPB 32 with TPB 256 as the seed's log does.
+func SeedTableMarkdown(device string, sp Spec, runs []IterTiming) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*Measured now on %s: `block_per_point` at %s × %d, K = %d, from the same k-means++ centers; the time of the iterations alone:*\n\n", device, count(sp.N), sp.D, sp.K)
+	b.WriteString("| TPB | iterations | time of the iterations | per iteration |\n|---:|---:|---:|---:|\n")
+	at := map[[2]int]time.Duration{}
+	for _, r := range runs {
+		fmt.Fprintf(&b, "| %d | %d | %s | %s |\n", r.TPB, r.Iters, durationText(r.Time), durationText(r.Time/time.Duration(r.Iters)))
+		at[[2]int{r.TPB, r.Iters}] = r.Time
+	}
+	t32, ok32 := at[[2]int{32, 10}]
+	t256, ok256 := at[[2]int{256, 10}]
+	s32, _ := seedAfter(32, 10)
+	s256, _ := seedAfter(256, 10)
+	if ok32 && ok256 && t256 > 0 {
+		fmt.Fprintf(&b, "\nAt TPB 32, 10 iterations are %s at TPB 256; in the seed's log (after its change), %s.",
+			compare(t32, t256), relative(s32, s256))
+	}
+	if sp.N != SeedSpec.N {
+		fmt.Fprintf(&b, " These times are for %s points, the seed's for %s.", count(sp.N), count(SeedSpec.N))
+	}
+	return b.String() + "\n"
+}

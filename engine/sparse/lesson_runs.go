@@ -1,0 +1,509 @@
+package sparse
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"gpulab/engine/bench"
+	"gpulab/engine/plot"
+)
+
+// The benchmark runs of notebook 03 (the spgemm and spmv suites, measured
+// now or read from docs/results): a figure per ladder and the sentences
+// that say what the records show. Each function reads the records of one
+// device.
+
+// SpMVLadder is the CUDA SpMV ladder in the spmv suite's variant names:
+// 01 scalar, 02 vector (lanes matched to the mean row length), 03 stream,
+// 04 vector with rows in flight.
+var SpMVLadder = []string{"spmv_scalar", "spmv_vector_adaptive", "spmv_stream", "spmv_vector_rows"}
+
+// LadderFigure draws each step's speedup over the baseline, one line per
+// matrix, the steps 1, 2, ... on the x axis and a logarithmic y axis (the
+// steps differ by decades); refLabel names the baseline's line at 1.
+func LadderFigure(title, ylabel, refLabel string, recs []bench.Record, steps []string) *plot.Figure {
+	r := indexRun(recs)
+	var series []plot.Series
+	for _, size := range r.sizes {
+		line := plot.Series{Name: Label(size)}
+		for i, step := range steps {
+			if rec, ok := r.get(size, step); ok && rec.Speedup > 0 {
+				line.X, line.Y = append(line.X, float64(i+1)), append(line.Y, rec.Speedup)
+			}
+		}
+		if len(line.X) > 0 {
+			series = append(series, line)
+		}
+	}
+	return plot.Lines(title, "step", ylabel, series...).LogY().WithReference(1, refLabel)
+}
+
+// CPUMarkdown says, for each matrix of a CPU run, how each variant compares
+// with the serial baseline, counting the cores for the parallel ones.
+func CPUMarkdown(recs []bench.Record, cores int) string {
+	r := indexRun(recs)
+	var b strings.Builder
+	for _, size := range r.sizes {
+		var parts []string
+		var base bench.Record
+		for _, rec := range recs {
+			if rec.Size != size || !rec.OK || rec.Speedup == 0 {
+				continue
+			}
+			if rec.Variant == rec.Baseline {
+				base = rec
+				continue
+			}
+			s := fmt.Sprintf("%s %s", rec.Variant, times(rec.Speedup))
+			if strings.Contains(rec.Variant, "parallel") {
+				s += fmt.Sprintf(" on %d cores", cores)
+				if rec.Speedup < 1 {
+					s += " (slower than serial here: other work on the cores, or too little work to share)"
+				}
+			}
+			parts = append(parts, s)
+		}
+		fmt.Fprintf(&b, "- **%s:** against %s (%s): %s.\n", Label(size), base.Variant, msText(base.MedianMS), joinAnd(parts))
+	}
+	return b.String()
+}
+
+// matrixTimes lists, for each size with both variants, "label T1 → T2"
+// of their median times, and counts the sizes where the second is slower.
+func matrixTimes(r recordSet, from, to string) (items []string, slower, n int) {
+	for _, size := range r.sizes {
+		a, okA := r.get(size, from)
+		b, okB := r.get(size, to)
+		if !okA || !okB {
+			continue
+		}
+		n++
+		if b.MedianMS > a.MedianMS {
+			slower++
+		}
+		items = append(items, fmt.Sprintf("%s %s → %s", Label(size), msText(a.MedianMS), msText(b.MedianMS)))
+	}
+	return items, slower, n
+}
+
+// gains returns, for each size with both variants, how many times faster
+// to is than from, and the sizes, in measured order.
+func gains(r recordSet, from, to string) (ratios []float64, sizes []string) {
+	for _, size := range r.sizes {
+		a, okA := r.get(size, from)
+		b, okB := r.get(size, to)
+		if okA && okB && b.MedianMS > 0 {
+			ratios, sizes = append(ratios, a.MedianMS/b.MedianMS), append(sizes, size)
+		}
+	}
+	return ratios, sizes
+}
+
+// extremes returns the indices of the smallest and the largest value.
+func extremes(v []float64) (lo, hi int) {
+	for i := range v {
+		if v[i] < v[lo] {
+			lo = i
+		}
+		if v[i] > v[hi] {
+			hi = i
+		}
+	}
+	return lo, hi
+}
+
+// SpGEMMLadderMarkdown reads a CUDA spgemm run (cuSPARSE and the steps of
+// GPUSteps): a table of peak memory, then what each step changed, where
+// the best step wins or loses against cuSPARSE, and the geometric means.
+func SpGEMMLadderMarkdown(recs []bench.Record) string {
+	r := indexRun(recs)
+	if len(r.sizes) == 0 {
+		return "*(no passing records)*\n"
+	}
+	var b strings.Builder
+	b.WriteString(peakMemoryTable(r, append([]string{"cusparse"}, GPUSteps...)))
+	var bullets []string
+	add := func(format string, args ...any) { bullets = append(bullets, fmt.Sprintf(format, args...)) }
+
+	// 01 -> 02: exact allocation.
+	if items, slower, n := matrixTimes(r, GPUSteps[0], GPUSteps[1]); n > 0 {
+		smaller := 0
+		for _, size := range r.sizes {
+			a, okA := r.get(size, GPUSteps[0])
+			c, okC := r.get(size, GPUSteps[1])
+			if okA && okC && param(c, "peak_bytes") < param(a, "peak_bytes") {
+				smaller++
+			}
+		}
+		s := fmt.Sprintf("**01 → 02, exact allocation.** Step 02 needs less memory than step 01 on %d of %d matrices (the table above), and is slower on %d of them: %s.",
+			smaller, n, slower, strings.Join(items, "; "))
+		if slower == n {
+			s += " The second pass over a dense accumulator costs more than the allocation it saves; a two-phase product pays only once each pass is cheap."
+		}
+		add("%s", s)
+	}
+	// 02 -> 03: hash tables in shared memory.
+	if ratios, sizes := gains(r, GPUSteps[1], GPUSteps[2]); len(ratios) > 0 {
+		lo, hi := extremes(ratios)
+		add("**02 → 03, shared-memory hash tables.** Step 03 is from %s as fast as step 02's dense accumulator in global memory on %s to %s on %s.",
+			times(ratios[lo]), Label(sizes[lo]), times(ratios[hi]), Label(sizes[hi]))
+	}
+	// 03 -> 04: binning.
+	if ratios, sizes := gains(r, GPUSteps[2], GPUSteps[3]); len(ratios) > 0 {
+		var items, ties []string
+		for i, size := range sizes {
+			rec, _ := r.get(size, GPUSteps[3])
+			if math.Abs(ratios[i]-1) <= 0.1 {
+				ties = append(ties, Label(size))
+				continue
+			}
+			items = append(items, fmt.Sprintf("%s on %s at %.0f products per row", times(ratios[i]), Label(size), perRow(rec, "products")))
+		}
+		s := "**03 → 04, binning.** "
+		if len(items) > 0 {
+			s += "Step 04, with a table sized to each row, runs " + joinAnd(items) + " as fast as step 03's one table for every row. "
+		}
+		if len(ties) > 0 {
+			s += fmt.Sprintf("On %s the two are within 10%%: the time is in the long rows, which both send to the same dense windows (section 6 times them).", joinAnd(ties))
+		}
+		add("%s", s)
+	}
+	// The best step against cuSPARSE.
+	var wins, losses []string
+	winPerRow, lossPerRow := math.Inf(1), 0.0 // entries of C per row
+	for _, size := range r.sizes {
+		best, ok := bestOf(r, size, GPUSteps)
+		if !ok {
+			continue
+		}
+		item := fmt.Sprintf("%s with step %s at %s", Label(size), best.Variant[:2], times(best.Speedup))
+		if best.Speedup >= 1 {
+			wins = append(wins, item)
+			winPerRow = min(winPerRow, perRow(best, "nnz_c"))
+		} else {
+			losses = append(losses, item)
+			lossPerRow = max(lossPerRow, perRow(best, "nnz_c"))
+		}
+	}
+	if len(wins)+len(losses) > 0 {
+		s := "**Against cuSPARSE,** the best step "
+		if len(wins) > 0 {
+			s += "wins on " + joinAnd(wins)
+		}
+		if len(losses) > 0 {
+			if len(wins) > 0 {
+				s += " and "
+			}
+			s += "loses on " + joinAnd(losses)
+			if len(wins) > 0 && lossPerRow < winPerRow {
+				s += fmt.Sprintf(". Where it loses, the rows of C are short (at most %.0f entries on average, against at least %.0f where it wins): each row is cheap, and cuSPARSE's fixed costs are lower than the binning round trips", lossPerRow, winPerRow)
+			}
+		}
+		add("%s.", s)
+	}
+	// Peak memory where cuSPARSE needs the most.
+	if size, ok := largestPeak(r, "cusparse"); ok {
+		cu, _ := r.get(size, "cusparse")
+		if best, ok := bestOf(r, size, GPUSteps); ok {
+			add("**Memory.** On %s, cuSPARSE peaked at %s of device memory, step %s at %s.",
+				Label(size), bytesText(param(cu, "peak_bytes")), best.Variant[:2], bytesText(param(best, "peak_bytes")))
+		}
+	}
+	// 05: ESC.
+	if ratios, sizes := gains(r, GPUSteps[3], GPUSteps[4]); len(ratios) > 0 {
+		lo, _ := extremes(ratios)
+		slower := 0
+		for _, x := range ratios {
+			if x < 1 {
+				slower++
+			}
+		}
+		a, _ := r.get(sizes[lo], GPUSteps[3])
+		c, _ := r.get(sizes[lo], GPUSteps[4])
+		add("**05, outer product (ESC),** is slower than step 04 on %d of %d matrices, furthest behind on %s: %s against %s. Every product goes through global memory before any is merged.",
+			slower, len(ratios), Label(sizes[lo]), msText(c.MedianMS), msText(a.MedianMS))
+	}
+	// 04 -> 06: the long rows.
+	if ratios, sizes := gains(r, GPUSteps[3], GPUSteps[5]); len(ratios) > 0 {
+		var same, faster []string
+		for i, size := range sizes {
+			if math.Abs(ratios[i]-1) <= 0.05 {
+				same = append(same, Label(size))
+			} else {
+				faster = append(faster, fmt.Sprintf("%s on %s", times(ratios[i]), Label(size)))
+			}
+		}
+		s := "**04 → 06, balanced long rows.** "
+		if len(same) > 0 {
+			s += fmt.Sprintf("Step 06 changes only the rows that go to the dense windows: within 5%% of step 04 on %s", joinAnd(same))
+			if len(faster) > 0 {
+				s += "; "
+			}
+		}
+		if len(faster) > 0 {
+			s += "step 04's speed times " + joinAnd(faster)
+		}
+		add("%s.", s)
+	}
+	// Geometric means against cuSPARSE.
+	var means []string
+	for _, step := range []string{GPUSteps[5], GPUSteps[3]} {
+		var v []float64
+		for _, size := range r.sizes {
+			if rec, ok := r.get(size, step); ok && rec.Speedup > 0 {
+				v = append(v, rec.Speedup)
+			}
+		}
+		if len(v) > 0 {
+			means = append(means, fmt.Sprintf("step %s %s over %d matrices", step[:2], times(geomean(v)), len(v)))
+		}
+	}
+	if len(means) > 0 {
+		add("**Geometric mean against cuSPARSE:** %s.", joinAnd(means))
+	}
+	b.WriteString("\n")
+	for _, s := range bullets {
+		b.WriteString("- " + s + "\n")
+	}
+	return b.String()
+}
+
+// bestOf returns the fastest of variants at size.
+func bestOf(r recordSet, size string, variants []string) (bench.Record, bool) {
+	var best bench.Record
+	found := false
+	for _, v := range variants {
+		if rec, ok := r.get(size, v); ok && (!found || rec.MedianMS < best.MedianMS) {
+			best, found = rec, true
+		}
+	}
+	return best, found
+}
+
+// largestPeak returns the size at which variant's peak memory is largest.
+func largestPeak(r recordSet, variant string) (string, bool) {
+	var at string
+	peak := 0.0
+	for _, size := range r.sizes {
+		if rec, ok := r.get(size, variant); ok && param(rec, "peak_bytes") > peak {
+			at, peak = size, param(rec, "peak_bytes")
+		}
+	}
+	return at, peak > 0
+}
+
+// peakMemoryTable tabulates the peak_bytes of each variant at each size.
+func peakMemoryTable(r recordSet, variants []string) string {
+	var b strings.Builder
+	b.WriteString("Peak device memory beyond A, MiB:\n\n| matrix | " + strings.Join(variants, " | ") + " |\n|---|" + strings.Repeat("---:|", len(variants)) + "\n")
+	for _, size := range r.sizes {
+		b.WriteString("| " + Label(size))
+		for _, v := range variants {
+			if rec, ok := r.get(size, v); ok && param(rec, "peak_bytes") > 0 {
+				fmt.Fprintf(&b, " | %.0f", param(rec, "peak_bytes")/(1<<20))
+			} else {
+				b.WriteString(" | -")
+			}
+		}
+		b.WriteString(" |\n")
+	}
+	return b.String()
+}
+
+// SpMVMarkdown reads a CUDA spmv run, where each variant's speedup over
+// copy_bound is the share of the bandwidth bound it reaches: what each step
+// of SpMVLadder does on each matrix, how the best compares with cuSPARSE,
+// and where the x-gather probe caps every CSR kernel.
+func SpMVMarkdown(recs []bench.Record) string {
+	r := indexRun(recs)
+	if len(r.sizes) == 0 {
+		return "*(no passing records)*\n"
+	}
+	var bullets []string
+	add := func(format string, args ...any) { bullets = append(bullets, fmt.Sprintf(format, args...)) }
+	shares := func(variant string, withRow bool) []string {
+		type item struct {
+			text  string
+			share float64
+		}
+		var items []item
+		for _, size := range r.sizes {
+			if rec, ok := r.get(size, variant); ok {
+				text := fmt.Sprintf("%s of the bound on %s", percent(rec.Speedup), Label(size))
+				if withRow {
+					text += fmt.Sprintf(" at %.1f entries per row", perRow(rec, "nnz"))
+				}
+				items = append(items, item{text, rec.Speedup})
+			}
+		}
+		slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(b.share, a.share) })
+		var out []string
+		for _, it := range items {
+			out = append(out, it.text)
+		}
+		return out
+	}
+	if s := shares("spmv_scalar", true); len(s) > 0 {
+		add("**Scalar (01),** a thread per row, reaches %s. A thread reads its row's entries one after another, which suits short rows of even length; a warp waits for its longest row.", joinAnd(s))
+	}
+	var idle []string
+	for _, size := range r.sizes {
+		if rec, ok := r.get(size, "spmv_vector"); ok {
+			if mean := perRow(rec, "nnz"); mean < 32 {
+				idle = append(idle, fmt.Sprintf("%s of the bound on %s, with %.0f of 32 lanes idle", percent(rec.Speedup), Label(size), 32-math.Ceil(mean)))
+			}
+		}
+	}
+	if len(idle) > 0 {
+		s := "**Vector (02),** a warp per row, wastes lanes on short rows: " + joinAnd(idle) + "."
+		if a := shares("spmv_vector_adaptive", false); len(a) > 0 {
+			s += " With lanes matched to the mean row length it reaches " + joinAnd(a) + ": each group has one row, and waits on three loads in a row (bounds, then columns and values, then x)."
+		}
+		add("%s", s)
+	}
+	if ratios, sizes := gains(r, "spmv_vector_adaptive", "spmv_vector_rows"); len(ratios) > 0 {
+		var up, down []string
+		for i, size := range sizes {
+			rec, _ := r.get(size, "spmv_vector_rows")
+			item := fmt.Sprintf("%s on %s to %s of the bound", times(ratios[i]), Label(size), percent(rec.Speedup))
+			if ratios[i] >= 1 {
+				up = append(up, item)
+			} else {
+				down = append(down, item)
+			}
+		}
+		s := "**Vector with rows in flight (04)** keeps step 02's layout and issues the loads of several rows before using any: "
+		if len(up) > 0 {
+			s += "step 02's speed times " + joinAnd(up)
+		}
+		if len(down) > 0 {
+			if len(up) > 0 {
+				s += ", but "
+			}
+			s += "only " + joinAnd(down) + ": a group walks its rows until the longest is done, so one long row holds up the others"
+		}
+		add("%s.", s)
+	}
+	if s := shares("spmv_stream", false); len(s) > 0 {
+		ahead, n := 0, 0
+		for _, size := range r.sizes {
+			st, ok := r.get(size, "spmv_stream")
+			cu, okCu := bestOf(r, size, []string{"cusparse_csr_alg1", "cusparse_csr_alg2"})
+			if ok && okCu {
+				n++
+				if st.MedianMS < cu.MedianMS {
+					ahead++
+				}
+			}
+		}
+		add("**Stream (03)** gives every block the same amount of data and many independent loads per thread: %s. It is faster than cuSPARSE's better algorithm on %d of %d matrices.", joinAnd(s), ahead, n)
+	}
+	var capped, passed []string
+	for _, size := range r.sizes {
+		probe, ok := r.get(size, "x_gather_probe")
+		best, okBest := bestOf(r, size, append(slices.Clone(SpMVLadder), "cusparse_csr_alg1", "cusparse_csr_alg2"))
+		if !ok || !okBest {
+			continue
+		}
+		if probe.Speedup < 1 {
+			capped = append(capped, fmt.Sprintf("on %s the probe reaches %s of the bound and the fastest kernel (%s) %s, %s of the probe's speed",
+				Label(size), percent(probe.Speedup), best.Variant, percent(best.Speedup), percent(probe.MedianMS/best.MedianMS)))
+		} else {
+			passed = append(passed, fmt.Sprintf("%s (%s)", Label(size), percent(probe.Speedup)))
+		}
+	}
+	if len(capped) > 0 {
+		add("**The x gather caps the random matrices.** The probe only reads the column indices and the x they name, which every CSR kernel must do: %s. No CSR kernel can pass the probe there.", strings.Join(capped, "; "))
+	}
+	if len(passed) > 0 {
+		add("**On %s the probe passes the bound:** neighbouring rows read the same x, so the gather costs less than the bytes the bound counts.", joinAnd(passed))
+	}
+	var b strings.Builder
+	for _, s := range bullets {
+		b.WriteString("- " + s + "\n")
+	}
+	return b.String()
+}
+
+// BaselineMarkdown says, for each matrix, how each of variants compares
+// with the run's baseline: its time against the baseline's and the ratio.
+func BaselineMarkdown(recs []bench.Record, variants ...string) string {
+	r := indexRun(recs)
+	var b strings.Builder
+	for _, size := range r.sizes {
+		var parts []string
+		base := ""
+		for _, v := range variants {
+			rec, ok := r.get(size, v)
+			if !ok || rec.Speedup == 0 {
+				continue
+			}
+			baseRec, _ := r.get(size, rec.Baseline)
+			base = fmt.Sprintf("%s %s", rec.Baseline, msText(baseRec.MedianMS))
+			parts = append(parts, fmt.Sprintf("%s %s (%s)", v, msText(rec.MedianMS), times(rec.Speedup)))
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(&b, "- **%s:** %s, against %s.\n", Label(size), joinAnd(parts), base)
+		}
+	}
+	return b.String()
+}
+
+// DeviceChangeMarkdown compares two runs of the same variants and sizes on
+// two devices: for each variant, how much longer (or shorter) it takes on
+// the second device, over the sizes both ran.
+func DeviceChangeMarkdown(first, second []bench.Record) string {
+	a, b := indexRun(first), indexRun(second)
+	if len(a.sizes) == 0 || len(b.sizes) == 0 {
+		return "*(nothing to compare)*\n"
+	}
+	devA, devB := first[0].DeviceName, second[0].DeviceName
+	var variants []string
+	ratios := map[string][]float64{}
+	for _, size := range a.sizes {
+		for _, rec := range first {
+			if rec.Size != size || !rec.OK {
+				continue
+			}
+			other, ok := b.get(size, rec.Variant)
+			if !ok || rec.MedianMS == 0 {
+				continue
+			}
+			if ratios[rec.Variant] == nil {
+				variants = append(variants, rec.Variant)
+			}
+			ratios[rec.Variant] = append(ratios[rec.Variant], other.MedianMS/rec.MedianMS)
+		}
+	}
+	var out strings.Builder
+	same := ""
+	if first[0].Commit == second[0].Commit {
+		same = fmt.Sprintf(", the same commit `%s`", first[0].Commit)
+	}
+	fmt.Fprintf(&out, "Time on the %s against the %s%s, geometric mean over the matrices both ran:\n\n", devB, devA, same)
+	baseline := first[0].Baseline
+	most, least := true, true
+	for _, v := range variants {
+		x := geomean(ratios[v])
+		change := "longer"
+		if x < 1 {
+			change = "shorter"
+		}
+		fmt.Fprintf(&out, "- %s: %s (%s %s)\n", v, times(x), percent(math.Abs(x-1)), change)
+		if v != baseline && len(ratios[baseline]) > 0 {
+			most = most && geomean(ratios[baseline]) > x
+			least = least && geomean(ratios[baseline]) < x
+		}
+	}
+	switch {
+	case len(ratios[baseline]) == 0:
+	case most:
+		fmt.Fprintf(&out, "\nThe baseline, %s, changed the most, so every other variant's speedup over it is higher on the %s.\n", baseline, devB)
+	case least:
+		fmt.Fprintf(&out, "\nThe baseline, %s, changed the least, so every other variant's speedup over it is lower on the %s.\n", baseline, devB)
+	}
+	return out.String()
+}

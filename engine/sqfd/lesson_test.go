@@ -1,0 +1,244 @@
+// The lesson's interpretations are tested from outside the package, so
+// that they format times with nb.Duration as the notebook does (engine/nb
+// imports this package through engine/suites).
+package sqfd_test
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gpulab/engine/bench"
+	"gpulab/engine/nb"
+	"gpulab/engine/plot"
+	"gpulab/engine/sqfd"
+)
+
+// recorded reads a file of docs/results.
+func recorded(t *testing.T, name string) []bench.Record {
+	t.Helper()
+	recs, err := bench.ReadJSON(filepath.Join("..", "..", "docs", "results", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// rec is a record of the kmedoids suite at n=1000, k=10.
+func rec(variant string, ms, gflops, pctPeak float64, params bench.Params) bench.Record {
+	p := bench.Params{"n": 1000, "k": 10, "cmin": 10, "cmax": 40}
+	for k, v := range params {
+		p[k] = v
+	}
+	return bench.Record{Suite: "kmedoids", Variant: variant, DeviceName: "GPU X", Size: "sigs:n=1000,k=10", Params: p,
+		MedianMS: ms, GFLOPS: gflops, PctPeakGFLOPS: pctPeak, OK: true}
+}
+
+func contains(t *testing.T, name, md string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(md, w) {
+			t.Errorf("%s: %q lacks %q", name, md, w)
+		}
+	}
+}
+
+func variants(recs []bench.Record) []string {
+	var out []string
+	for _, r := range recs {
+		out = append(out, r.Variant)
+	}
+	return out
+}
+
+// TestRecordedSections: each section's filter and interpretation on the
+// records kept in docs/results, figure by figure.
+func TestRecordedSections(t *testing.T) {
+	two := recorded(t, "h200x2-kmedoids.json")
+	for _, tc := range []struct {
+		name string
+		keep func(bench.Record) bool
+		md   func([]bench.Record, func(d time.Duration) string) (string, error)
+		want []string
+		in   []string
+	}{
+		{"assignment", sqfd.AssignmentSteps, sqfd.AssignmentMarkdown, []string{sqfd.AssignNaive, sqfd.AssignShared}, []string{
+			"On NVIDIA H200, with N = 100000 signatures of 10–40 centroids and K = 100",
+			"step 02 (the seed's kernel) took 5.59 ms per pass against 17.1 ms for step 01: 3.06× faster",
+			"which accounts for about 2×",
+			"38.0% of the FP32 peak in its kernels alone (GPU events), 36.4% of the FP32 peak counted from the host (24.4 TFLOP/s",
+		}},
+		{"scores", sqfd.ScoreSteps, sqfd.ScoresMarkdown, []string{sqfd.ScoresNaive, sqfd.ScoresShared}, []string{
+			"step 05 took 127 ms per pass against 812 ms for step 04: 6.39× faster",
+			"39.9% of the FP32 peak in its kernels alone",
+		}},
+		{"two GPUs", sqfd.SeveralGPUs, sqfd.MultiGPUMarkdown, []string{"cuda_assign_shared", "cuda_assign_shared_x2",
+			"cuda_scores_shared", "cuda_scores_shared_x2", "cuda_fit", "cuda_fit_x2"}, []string{
+			"On 2 × NVIDIA H200",
+			"the assignment took 3.13 ms against 5.59 ms on one GPU (1.79×), the scores 64.1 ms against 127 ms (1.98×)",
+			"A whole run took 53.1 ms per iteration against 104 ms on one GPU: 1.96×, 98% of the ideal 2×",
+			"It stopped after 5 iterations",
+			"assignment kernels took 2.77 ms and 2.76 ms, the slowest 0.2% above the fastest: an even split",
+			"score kernels took 63.7 ms and 63.6 ms, the slowest 0.3% above the fastest: an even split",
+			"The assignment gains less",
+		}},
+	} {
+		recs := nb.Filter(two, tc.keep)
+		if got := variants(recs); !slices.Equal(got, tc.want) {
+			t.Errorf("%s keeps %v, want %v", tc.name, got, tc.want)
+		}
+		md, err := tc.md(recs, nb.Duration)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		contains(t, tc.name, md, tc.in...)
+	}
+	cpu := nb.Filter(recorded(t, "h200-kmedoids-cpu-ratio.json"), sqfd.OneDevicePasses)
+	if got, want := variants(cpu), []string{"cpu_assignment", "cpu_scores", "cuda_assign_naive", "cuda_assign_shared", "cuda_scores_naive", "cuda_scores_shared"}; !slices.Equal(got, want) {
+		t.Errorf("OneDevicePasses keeps %v, want %v", got, want)
+	}
+	md, err := sqfd.CPURatioMarkdown(cpu, nb.Duration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "CPU ratio", md, "With N = 3000 signatures of 10–40 centroids and K = 20, the Go reference took 460 ms for an assignment pass and 8.80 s for a score pass",
+		"on one NVIDIA H200, step 02 took 140 µs (3280× faster) and step 05 829 µs (10610×).")
+}
+
+// TestAssignmentBranches: what the interpretation says follows the
+// speedup of step 02 over step 01.
+func TestAssignmentBranches(t *testing.T) {
+	for _, tc := range []struct {
+		naive float64
+		want  string
+	}{
+		{30, "3.00× faster. Step 01 computes S(m, m) again for every pair, about twice the useful work, which accounts for about 2×; the rest"},
+		{20, "2.00× faster. Step 01 computes S(m, m) again for every pair, about twice the useful work, so removing that recomputation accounts for about all"},
+		{12, "1.20× faster. Step 01 computes S(m, m) again for every pair, about twice the useful work, so removing it alone would give about 2×; step 02 gains less here"},
+	} {
+		recs := []bench.Record{rec(sqfd.AssignNaive, tc.naive, 100, 1, nil), rec(sqfd.AssignShared, 10, 300, 3, nil)}
+		md, err := sqfd.AssignmentMarkdown(recs, nb.Duration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Without kernel_pct_peak, only the host's share is given.
+		contains(t, "assignment", md, tc.want, "took 10.0 ms per pass against", "Step 02 ran at 3.0% of the FP32 peak counted from the host (0.3 TFLOP/s")
+	}
+	recs := []bench.Record{rec(sqfd.ScoresNaive, 10, 100, 1, nil), rec(sqfd.ScoresShared, 20, 300, 3, nil)}
+	md, err := sqfd.ScoresMarkdown(recs, nb.Duration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "scores slower", md, "step 05 took 20.0 ms per pass against 10.0 ms for step 04: 2.00× slower")
+}
+
+// TestCPUPassesMarkdown: the score pass against the assignment, with the
+// work ratio computed from the records' flops.
+func TestCPUPassesMarkdown(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		k                    int
+		scoreMS, scoreGFLOPS float64
+		want                 []string
+	}{
+		{"big clusters, same rate", 10, 80, 10.5, []string{"the score pass took 80.0 ms, 8.0× the assignment's 10.0 ms. It did 8.4× the assignment's work",
+			"Clusters of about N/K = 100 members give Σ|C|² ≈ N²/K, more than N·K because they hold more than K members", "about the same rate (10.0 and 10.5 GFLOP/s"}},
+		{"small clusters, other rate", 100, 5, 4, []string{"the score pass took 5.00 ms, 0.5× the assignment's 10.0 ms. It did 0.2× the assignment's work",
+			"Clusters of about N/K = 10 members, no more than K, give Σ|C|² ≈ N²/K, at most N·K", "different rates (10.0 and 4.0 GFLOP/s"}},
+	} {
+		p := bench.Params{"k": tc.k}
+		recs := []bench.Record{rec(sqfd.CPUAssignment, 10, 10, 0, p), rec(sqfd.CPUScores, tc.scoreMS, tc.scoreGFLOPS, 0, p)}
+		md, err := sqfd.CPUPassesMarkdown(recs, nb.Duration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		contains(t, tc.name, md, tc.want...)
+	}
+}
+
+// TestMissingRecords: an interpretation names what it lacks.
+func TestMissingRecords(t *testing.T) {
+	failed := rec(sqfd.AssignShared, 10, 1, 1, nil)
+	failed.OK, failed.Error = false, "labels differ"
+	for _, tc := range []struct {
+		name string
+		md   func([]bench.Record, func(d time.Duration) string) (string, error)
+		recs []bench.Record
+		want string
+	}{
+		{"none", sqfd.AssignmentMarkdown, nil, "no kmedoids records"},
+		{"missing", sqfd.AssignmentMarkdown, []bench.Record{rec(sqfd.AssignNaive, 10, 1, 1, nil)}, "have no cuda_assign_shared"},
+		{"failed", sqfd.AssignmentMarkdown, []bench.Record{rec(sqfd.AssignNaive, 10, 1, 1, nil), failed}, "failed: labels differ"},
+		{"one GPU", sqfd.MultiGPUMarkdown, []bench.Record{rec(sqfd.AssignShared, 10, 1, 1, nil)}, "no kmedoids record on several GPUs"},
+		{"CPU", sqfd.CPURatioMarkdown, []bench.Record{rec(sqfd.AssignShared, 10, 1, 1, nil)}, "have no cpu_assignment"},
+	} {
+		if _, err := tc.md(tc.recs, nb.Duration); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestFigures: the charts of the recorded runs render, with the values
+// the sections discuss.
+func TestFigures(t *testing.T) {
+	two := recorded(t, "h200x2-kmedoids.json")
+	for _, f := range []*plot.Figure{
+		sqfd.PassFigure("assignment", nb.Filter(two, sqfd.AssignmentSteps)),
+		sqfd.PassFigure("scores", nb.Filter(two, sqfd.ScoreSteps)),
+		sqfd.MultiGPUFigure(nb.Filter(two, sqfd.SeveralGPUs)),
+		sqfd.CPURatioFigure(recorded(t, "h200-kmedoids-cpu-ratio.json")),
+	} {
+		if _, err := f.PNG(0, 0); err != nil {
+			t.Errorf("%s: %v", f.Title, err)
+		}
+	}
+	if got := sqfd.MultiGPUFigure(nb.Filter(two, sqfd.SeveralGPUs)).Title; got != "2 GPUs against one" {
+		t.Errorf("title %q", got)
+	}
+}
+
+func TestLadderSteps(t *testing.T) {
+	for _, tc := range []struct {
+		first, last int
+		want        []string
+	}{
+		{1, 2, []string{"01_assign_naive", "02_assign_shared"}},
+		{3, 3, []string{"03_clusters"}},
+		{4, 5, []string{"04_scores_naive", "05_scores_shared"}},
+	} {
+		steps, err := sqfd.LadderSteps(tc.first, tc.last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range steps {
+			names = append(names, s.Name)
+		}
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("LadderSteps(%d, %d) = %v, want %v", tc.first, tc.last, names, tc.want)
+		}
+	}
+	if _, err := sqfd.LadderSteps(6, 9); err == nil || !strings.Contains(err.Error(), "numbered 06 to 09") {
+		t.Errorf("LadderSteps(6, 9): %v", err)
+	}
+}
+
+func TestSizeOnGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		gpus            int
+		size, variant   string
+		wantSize, wantV string
+	}{
+		{1, "sigs:n=20000,k=40", "cuda_fit", "sigs:n=20000,k=40", "cuda_fit"},
+		{2, "sigs:n=20000,k=40", "cuda_fit", "sigs:n=20000,k=40,gpus=2", "cuda_fit_x2"},
+	} {
+		if got := sqfd.SizeOnGPUs(tc.size, tc.gpus); got != tc.wantSize {
+			t.Errorf("SizeOnGPUs(%q, %d) = %q", tc.size, tc.gpus, got)
+		}
+		if got := sqfd.OnGPUs(tc.variant, tc.gpus); got != tc.wantV {
+			t.Errorf("OnGPUs(%q, %d) = %q", tc.variant, tc.gpus, got)
+		}
+	}
+}
