@@ -19,7 +19,9 @@
 // one after the other), so a divergent warp costs A + B while a uniform one
 // costs A or B. What counts is whether lanes of one warp disagree, not how
 // many threads take B: warp_split sends half the threads down B at no cost,
-// alternate_lanes doubles the time, and random p costs about 1 + (1-(1-p)^32).
+// alternate_lanes costs up to twice the time (A + B instead of one chain; the
+// work both share, loads and loop, keeps it below that), and random p costs
+// about 1 + (1-(1-p)^32).
 // (The OpenCL twin explains why PoCL's CPU device shows this differently.)
 #ifndef ITERS
 #define ITERS 128

@@ -19,7 +19,8 @@
 // off, so a divergent warp costs A + B while a uniform one costs A or B. What
 // counts is whether lanes of one warp disagree, not how many lanes take B:
 // warp_split sends half the work-items down B at no cost, alternate_lanes
-// doubles the time. PoCL's CPU device either vectorizes work-items across
+// costs up to twice the time (A + B instead of one chain; the work both
+// share keeps it below that). PoCL's CPU device either vectorizes work-items across
 // SIMD lanes (then a divergent branch becomes both paths with masked
 // blends, as on a GPU, only with 4 to 16 lanes instead of 32) or, when it
 // cannot, runs work-items one after another in scalar code, where a branch per

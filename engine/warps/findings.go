@@ -1,0 +1,768 @@
+package warps
+
+// What the lesson says about a run, generated from its records: for each
+// of the guide's claims, what the device measured, whether the claim held
+// there, and why. The same functions read a live run (PoCL in CI, a GPU on
+// a GPU machine) and the runs recorded in docs/results, so no sentence
+// states a figure that the records next to it do not show.
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"gpulab/engine"
+	"gpulab/engine/bench"
+)
+
+// NoiseFloor is the smallest relative difference between two median times
+// that the lesson reports as a difference (see Differ).
+const NoiseFloor = 0.05
+
+// Differ reports whether two records' times differ beyond noise: their
+// medians must differ by more than NoiseFloor of the smaller one, and by
+// more than the spread between each one's fastest run and its median put
+// together. Otherwise the lesson says "within noise".
+func Differ(a, b bench.Record) bool {
+	d := math.Abs(a.MedianMS - b.MedianMS)
+	return d > NoiseFloor*min(a.MedianMS, b.MedianMS) && d > (a.MedianMS-a.MinMS)+(b.MedianMS-b.MinMS)
+}
+
+// slower reports whether a took longer than b beyond noise.
+func slower(a, b bench.Record) bool { return Differ(a, b) && a.MedianMS > b.MedianMS }
+
+// Verdicts on a claim.
+const (
+	holds       = "holds"
+	partly      = "holds in part"
+	doesNotHold = "does not hold"
+)
+
+// finding is what one device's records say about one claim.
+type finding struct {
+	measured string // what was measured, with the figures
+	verdict  string // holds, partly or doesNotHold
+	why      string // what the figures mean for the claim
+	key      string // the figures the verdict rests on, for the summary
+}
+
+// claim is one of the guide's claims and the judge that reads it from one
+// device's records of its suite; the judge's false means the records lack
+// the variants it needs.
+type claim struct {
+	suite, guide string
+	judge        func(recs []bench.Record) (finding, bool)
+}
+
+var claims = []claim{
+	{"divergence", "a warp whose lanes disagree runs both branches", judgeDivergence},
+	{"fastmath", "`-cl-fast-relaxed-math` makes math faster", judgeFastFlag},
+	{"fastmath", "`native_*` functions are faster", judgeNative},
+	{"wgsize", "work-groups of 32 are the size to use", judgeWG32},
+	{"wgsize", "declaring the work-group size helps", judgeHint},
+	{"barrier", "a barrier in a one-warp group is cheap", judgeBarrier},
+	{"occupancy", "resident warps hide memory latency", judgeOccupancy},
+	{"intensity", "low-intensity kernels wait on memory", judgeIntensity},
+	{"banks", "padding removes bank conflicts", judgeBanks},
+	{"filter", "images and samplers beat buffers", judgeFilter},
+}
+
+// Findings says, device by device, what records of the lesson's suites
+// measured and whether each of the guide's claims held there: Markdown, a
+// paragraph per device and suite (the barrier suite's after its table).
+func Findings(recs []bench.Record) string {
+	if len(recs) == 0 {
+		return "*No CUDA or OpenCL device ran this experiment here.*"
+	}
+	var b strings.Builder
+	for _, suite := range bySuite(recs) {
+		if suite[0].Suite == "barrier" {
+			b.WriteString(BarrierTable(suite) + "\n")
+		}
+		for _, dev := range byDevice(suite) {
+			fmt.Fprintf(&b, "**%s** (%s): ", dev[0].Device, dev[0].DeviceName)
+			for _, c := range claims {
+				if c.suite != dev[0].Suite {
+					continue
+				}
+				f, ok := c.judge(dev)
+				if !ok {
+					fmt.Fprintf(&b, "*(these records lack the variants that judge \"%s\")* ", c.guide)
+					continue
+				}
+				fmt.Fprintf(&b, "%s *The guide's claim that %s %s:* %s ", f.measured, c.guide, f.verdict, f.why)
+			}
+			b.WriteString("\n\n")
+		}
+	}
+	return strings.TrimSpace(b.String()) + "\n"
+}
+
+// Summary is a table of the guide's claims against the devices of this
+// run (live) and of recorded runs: each cell the verdict and the figures
+// it rests on.
+func Summary(live, recorded []bench.Record) string {
+	type column struct {
+		label string
+		recs  []bench.Record
+	}
+	var cols []column
+	for _, dev := range byDevice(live) {
+		cols = append(cols, column{fmt.Sprintf("`%s` (%s), this run", dev[0].Device, dev[0].DeviceName), dev})
+	}
+	for _, dev := range byDevice(recorded) {
+		date, _, _ := strings.Cut(dev[0].Date, "T")
+		cols = append(cols, column{fmt.Sprintf("`%s` (%s), recorded %s", dev[0].Device, dev[0].DeviceName, date), dev})
+	}
+	if len(cols) == 0 {
+		return "*No records to summarise.*\n"
+	}
+	var b strings.Builder
+	b.WriteString("| the guide's claim |")
+	for _, c := range cols {
+		b.WriteString(" " + c.label + " |")
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(cols)) + "\n")
+	for _, cl := range claims {
+		b.WriteString("| " + cl.guide + " |")
+		for _, c := range cols {
+			cell := "not run"
+			if recs := kept(c.recs, func(r bench.Record) bool { return r.Suite == cl.suite }); len(recs) > 0 {
+				cell = "too few variants"
+				if f, ok := cl.judge(recs); ok {
+					cell = fmt.Sprintf("**%s**: %s", f.verdict, f.key)
+				}
+			}
+			b.WriteString(" " + cell + " |")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// BarrierTable shows each work-group size's times with and without
+// barriers, and the extra time per work-group barrier executed (the
+// difference spread over every barrier of the launch), or "within noise".
+func BarrierTable(recs []bench.Record) string {
+	var b strings.Builder
+	b.WriteString("| device | work-group size | with barriers | without | with / without | extra time per work-group barrier |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, dev := range byDevice(recs) {
+		for _, p := range barrierPairs(dev) {
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", p.bar.Device, p.local, formatTime(p.bar.MedianMS),
+				formatTime(p.nobar.MedianMS), times(p.bar.MedianMS/p.nobar.MedianMS), p.cost())
+		}
+	}
+	return b.String()
+}
+
+// barrierPair is one work-group size's runs with and without barriers.
+type barrierPair struct {
+	local      int
+	bar, nobar bench.Record
+}
+
+// costMS is the extra time per work-group barrier executed, in ms.
+func (p barrierPair) costMS() float64 {
+	return (p.bar.MedianMS - p.nobar.MedianMS) / Param(p.bar, "barriers")
+}
+
+// cost prints costMS, or says that the difference is within noise.
+func (p barrierPair) cost() string {
+	switch {
+	case !Differ(p.bar, p.nobar):
+		return "within noise"
+	case p.costMS() < 0:
+		return formatTime(p.costMS()) + " (faster with barriers)"
+	}
+	return formatTime(p.costMS())
+}
+
+// barrierPairs pairs bar_lL with nobar_lL, by increasing L.
+func barrierPairs(recs []bench.Record) []barrierPair {
+	var pairs []barrierPair
+	for _, r := range recs {
+		if r.Params["barrier"] != true || Param(r, "barriers") <= 0 {
+			continue
+		}
+		if no, ok := variant(recs, strings.Replace(r.Variant, "bar_", "nobar_", 1)); ok {
+			pairs = append(pairs, barrierPair{int(Param(r, "local")), r, no})
+		}
+	}
+	slices.SortFunc(pairs, func(a, b barrierPair) int { return cmp.Compare(a.local, b.local) })
+	return pairs
+}
+
+// variant returns the record of a variant.
+func variant(recs []bench.Record, name string) (bench.Record, bool) {
+	for _, r := range recs {
+		if r.Variant == name {
+			return r, true
+		}
+	}
+	return bench.Record{}, false
+}
+
+// variants returns the records of the named variants, and whether all exist.
+func variants(recs []bench.Record, names ...string) ([]bench.Record, bool) {
+	out := make([]bench.Record, len(names))
+	for i, n := range names {
+		r, ok := variant(recs, n)
+		if !ok {
+			return nil, false
+		}
+		out[i] = r
+	}
+	return out, true
+}
+
+// onCPU reports whether the records come from a CPU-type device (PoCL):
+// the peak bandwidth they were compared with is a CPU's (cpuLike).
+func onCPU(recs []bench.Record) bool {
+	_, gbps := peaksOf(recs)
+	return gbps > 0 && cpuLike(engine.Info{Kind: engine.OpenCL, PeakGBps: gbps})
+}
+
+// onNVIDIA reports whether the records come from an NVIDIA GPU.
+func onNVIDIA(recs []bench.Record) bool {
+	return strings.Contains(strings.ToUpper(recs[0].DeviceName), "NVIDIA")
+}
+
+// against describes a's time relative to base's: "1.27× the time of
+// uniform", or "the time of uniform within noise (1.02×)".
+func against(a, base bench.Record, name string) string {
+	r := times(a.MedianMS / base.MedianMS)
+	if !Differ(a, base) {
+		return fmt.Sprintf("the time of %s within noise (%s)", name, r)
+	}
+	return fmt.Sprintf("%s the time of %s", r, name)
+}
+
+// speedOver describes a's speed relative to base's: "2.05× the speed of
+// precise", or "the speed of precise within noise (1.00×)".
+func speedOver(a, base bench.Record, name string) string {
+	r := times(base.MedianMS / a.MedianMS)
+	if !Differ(a, base) {
+		return fmt.Sprintf("the speed of %s within noise (%s)", name, r)
+	}
+	return fmt.Sprintf("%s the speed of %s", r, name)
+}
+
+func judgeDivergence(recs []bench.Record) (finding, bool) {
+	rs, ok := variants(recs, "uniform", "warp_split", "alternate_lanes")
+	if !ok {
+		return finding{}, false
+	}
+	u, ws, al := rs[0], rs[1], rs[2]
+	f := finding{key: fmt.Sprintf("alternate_lanes %s, warp_split %s the uniform time", times(al.MedianMS/u.MedianMS), times(ws.MedianMS/u.MedianMS))}
+	f.measured = fmt.Sprintf("alternate_lanes, where every 32-lane group mixes both branches, took %s; warp_split, where half the lanes take branch B but no group mixes them, took %s.",
+		against(al, u, "uniform"), against(ws, u, "uniform"))
+	random := kept(recs, func(r bench.Record) bool { return r.Params["pattern"] == "random" && r.Params["branch"] != "select" })
+	slices.SortFunc(random, func(a, b bench.Record) int {
+		return cmp.Compare(Param(a, "divergent_fraction"), Param(b, "divergent_fraction"))
+	})
+	var slowestRandom bench.Record
+	if len(random) > 0 {
+		slowestRandom = slices.MaxFunc(random, func(a, b bench.Record) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
+		f.key += fmt.Sprintf("; random lanes up to %s", times(slowestRandom.MedianMS/u.MedianMS))
+	}
+	if len(random) >= 2 {
+		lo, hi := random[0], random[len(random)-1]
+		f.measured += fmt.Sprintf(" With lanes drawn at random, the time went from %s the uniform time when %s of the groups diverged (p = %g) to %s when %s did (p = %g).",
+			times(lo.MedianMS/u.MedianMS), share(Param(lo, "divergent_fraction")), Param(lo, "p"),
+			times(hi.MedianMS/u.MedianMS), share(Param(hi, "divergent_fraction")), Param(hi, "p"))
+	}
+	if bl, ok := variant(recs, "branchless"); ok {
+		f.measured += fmt.Sprintf(" branchless, which computes both chains and selects one, took %s.", against(bl, al, "alternate_lanes"))
+	}
+	switch {
+	case slower(al, u) && !slower(ws, u):
+		f.verdict, f.why = holds, "the cost comes from lanes of one 32-lane group disagreeing, not from how many lanes take branch B."
+	case slower(al, u):
+		f.verdict, f.why = partly, "mixed lanes cost time, but so did branches that differ only between 32-lane groups."
+	case len(random) > 0 && slower(slowestRandom, u):
+		f.verdict, f.why = doesNotHold, fmt.Sprintf("alternate_lanes, whose lanes disagree in a regular pattern, cost nothing measurable, while random lanes did (p = %g took %s the uniform time): the cost follows how predictable the branch is, not whether 32-lane groups disagree.",
+			Param(slowestRandom, "p"), times(slowestRandom.MedianMS/u.MedianMS))
+	default:
+		f.verdict, f.why = doesNotHold, "lanes that disagree cost nothing measurable here."
+	}
+	if onCPU(recs) {
+		f.why += " On a CPU, PoCL runs work-items as the lanes of a core's SIMD unit, or one after another: what can mix both branches is a SIMD vector, not a 32-lane warp, and a core that runs work-items one after another predicts a regular pattern of branches but not a random one."
+	}
+	return f, true
+}
+
+// fastMathFinding compares one fast build with the precise one.
+func fastMathFinding(recs []bench.Record, name, what string) (finding, bool) {
+	rs, ok := variants(recs, "precise", name)
+	if !ok {
+		return finding{}, false
+	}
+	p, fast := rs[0], rs[1]
+	f := finding{key: fmt.Sprintf("%s the speed, error %.2g (precise %.2g)", times(p.MedianMS/fast.MedianMS), fast.MaxRelErr, p.MaxRelErr)}
+	f.measured = fmt.Sprintf("The %s build calls `%s`, the precise one `%s`. It ran at %s, with a largest relative error against a float64 reference of %.2g (precise: %.2g).",
+		name, fast.Params["functions"], p.Params["functions"], speedOver(fast, p, "the precise build"), fast.MaxRelErr, p.MaxRelErr)
+	errNote := ", with no larger error on this sum."
+	if fast.MaxRelErr > 2*p.MaxRelErr {
+		errNote = fmt.Sprintf(", at %s the precise build's error.", times(fast.MaxRelErr/p.MaxRelErr))
+	}
+	switch {
+	case Differ(fast, p) && fast.MedianMS < p.MedianMS:
+		f.verdict, f.why = holds, what+" made the kernel faster"+errNote
+	case Differ(fast, p):
+		f.verdict, f.why = doesNotHold, what+" made the kernel slower."
+	default:
+		f.verdict, f.why = doesNotHold, what+" changed nothing measurable"
+		if fast.MaxRelErr == p.MaxRelErr {
+			f.why += ", and the error is exactly the precise build's: the compiler still called the precise functions."
+		} else {
+			f.why += "."
+		}
+	}
+	return f, true
+}
+
+func judgeFastFlag(recs []bench.Record) (finding, bool) {
+	return fastMathFinding(recs, "fast_flags", "the flag alone")
+}
+
+func judgeNative(recs []bench.Record) (finding, bool) {
+	return fastMathFinding(recs, "native", "the native functions")
+}
+
+func judgeWG32(recs []bench.Record) (finding, bool) {
+	var parts, keys, enough, beaten []string
+	largerWon := false // a group larger than 32 beat 32 beyond noise
+	for _, k := range []struct{ kernel, label, unit string }{{"copy", "copy", "GB/s"}, {"fma", "FMA chain", "GFLOP/s"}} {
+		plain := kept(recs, func(r bench.Record) bool { return r.Params["kernel"] == k.kernel && r.Params["hint"] != true && r.OK })
+		r32, ok := variant(plain, k.kernel+"_wg32")
+		if !ok {
+			return finding{}, false
+		}
+		best := slices.MinFunc(plain, func(a, b bench.Record) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
+		rate := best.GBps
+		if k.unit == "GFLOP/s" {
+			rate = best.GFLOPS
+		}
+		s := fmt.Sprintf("the %s was fastest in work-groups of %g (%s %s)", k.label, Param(best, "local"), sig3(rate), k.unit)
+		if best.Variant != r32.Variant {
+			s += fmt.Sprintf(", and groups of 32 took %s", against(r32, best, fmt.Sprintf("groups of %g", Param(best, "local"))))
+		}
+		parts = append(parts, s)
+		keys = append(keys, fmt.Sprintf("%s fastest at %g, 32 at %s its time", k.label, Param(best, "local"), times(r32.MedianMS/best.MedianMS)))
+		if Differ(r32, best) {
+			beaten = append(beaten, fmt.Sprintf("the %s ran fastest in groups of %g", k.label, Param(best, "local")))
+			largerWon = largerWon || Param(best, "local") > 32
+		} else {
+			enough = append(enough, k.label)
+		}
+	}
+	f := finding{measured: "Without the size hint, " + strings.Join(parts, "; ") + "."}
+	f.key = strings.Join(keys, "; ")
+	switch len(enough) {
+	case 2:
+		f.verdict, f.why = holds, "groups of 32 were as fast as any size for both kernels."
+	case 1:
+		f.verdict, f.why = partly, fmt.Sprintf("groups of 32 were enough for the %s only; %s.", enough[0], beaten[0])
+	default:
+		f.verdict, f.why = doesNotHold, fmt.Sprintf("other sizes beat 32 for both kernels: %s, and %s.", beaten[0], beaten[1])
+	}
+	switch {
+	case onCPU(recs):
+		f.why += " PoCL runs each work-group as a loop over its work-items on one core, so the size sets how long that loop is, not how many warps there are."
+	case onNVIDIA(recs) && largerWon:
+		f.why += " On NVIDIA GPUs a group of 32 is one warp, and a multiprocessor holds only so many groups at once, so groups of 32 leave warp slots empty."
+	}
+	return f, true
+}
+
+func judgeHint(recs []bench.Record) (finding, bool) {
+	pairs, faster, slowerN := 0, 0, 0
+	largest := 0.0
+	for _, h := range recs {
+		if h.Params["hint"] != true {
+			continue
+		}
+		plain, ok := variant(recs, strings.TrimSuffix(h.Variant, "_hint"))
+		if !ok {
+			continue
+		}
+		pairs++
+		change := h.MedianMS/plain.MedianMS - 1
+		if math.Abs(change) > math.Abs(largest) {
+			largest = change
+		}
+		switch {
+		case Differ(h, plain) && change < 0:
+			faster++
+		case Differ(h, plain):
+			slowerN++
+		}
+	}
+	if pairs == 0 {
+		return finding{}, false
+	}
+	f := finding{
+		measured: fmt.Sprintf("With the size hint, %d of %d launches were faster beyond noise and %d slower; the largest change in time was %s.",
+			faster, pairs, slowerN, signedShare(largest)),
+		key: fmt.Sprintf("%d of %d launches faster, %d slower", faster, pairs, slowerN),
+	}
+	switch {
+	case faster > 0 && slowerN == 0:
+		f.verdict, f.why = holds, "declaring the size made some launches faster and none slower."
+	case faster == 0 && slowerN == 0:
+		f.verdict, f.why = doesNotHold, "declaring the size changed nothing measurable."
+	default:
+		f.verdict, f.why = partly, "declaring the size helped some launches and slowed others."
+	}
+	return f, true
+}
+
+func judgeBarrier(recs []bench.Record) (finding, bool) {
+	pairs := barrierPairs(recs)
+	if len(pairs) < 2 {
+		return finding{}, false
+	}
+	small, large := pairs[0], pairs[len(pairs)-1]
+	f := finding{key: fmt.Sprintf("%s per barrier at %d, %s at %d", small.cost(), small.local, large.cost(), large.local)}
+	f.measured = fmt.Sprintf("With barriers, the kernel took %s in work-groups of %d, and %s in groups of %d.",
+		against(small.bar, small.nobar, "the same work without them"), small.local,
+		against(large.bar, large.nobar, "the work without them"), large.local)
+	allFaster := true
+	for _, p := range pairs {
+		allFaster = allFaster && Differ(p.bar, p.nobar) && p.bar.MedianMS < p.nobar.MedianMS
+	}
+	if allFaster {
+		f.measured += fmt.Sprintf(" Spread over the barriers executed, the version with barriers saved %s per work-group barrier at %d and %s at %d.",
+			formatTime(-small.costMS()), small.local, formatTime(-large.costMS()), large.local)
+	} else {
+		f.measured += fmt.Sprintf(" Spread over the barriers executed, each work-group barrier added %s at %d and %s at %d: the device runs many groups at once, so this is a throughput cost, not the time one group waits at a barrier.",
+			small.cost(), small.local, large.cost(), large.local)
+	}
+	smallCosts, largeCosts := slower(small.bar, small.nobar), slower(large.bar, large.nobar)
+	switch {
+	case allFaster:
+		f.verdict, f.why = doesNotHold, "the kernel was faster with barriers than without, at every size."
+	case !smallCosts && largeCosts:
+		f.verdict, f.why = holds, fmt.Sprintf("a barrier in a group of %d cost nothing measurable, and one in a group of %d did.", small.local, large.local)
+	case !smallCosts:
+		f.verdict, f.why = partly, "a barrier cost nothing measurable in small groups, but nothing in large ones either."
+	case largeCosts && small.costMS() < large.costMS():
+		f.verdict, f.why = partly, fmt.Sprintf("a barrier in a group of %d is not free, but it costs less than one in a group of %d.", small.local, large.local)
+	default:
+		f.verdict, f.why = doesNotHold, fmt.Sprintf("a barrier in a group of %d cost at least as much as one in a group of %d.", small.local, large.local)
+	}
+	if onCPU(recs) {
+		f.why += " PoCL compiles the code between two barriers into a loop over the group's work-items, so on a CPU a barrier is no wait: it changes how the kernel is cut into loops."
+	}
+	return f, true
+}
+
+func judgeOccupancy(recs []bench.Record) (finding, bool) {
+	if _, ok := recs[0].Params["occupancy"]; !ok {
+		return judgeLocalMemory(recs)
+	}
+	accs := distinct(recs, "acc")
+	if len(accs) < 2 {
+		return finding{}, false
+	}
+	// lowHigh returns one ACC's records at the lowest and the highest occupancy.
+	lowHigh := func(acc float64) (lo, hi bench.Record) {
+		rs := kept(recs, func(r bench.Record) bool { return Param(r, "acc") == acc && r.OK })
+		slices.SortFunc(rs, func(a, b bench.Record) int {
+			return cmp.Or(cmp.Compare(Param(a, "occupancy"), Param(b, "occupancy")), cmp.Compare(Param(b, "smem"), Param(a, "smem")))
+		})
+		return rs[0], rs[len(rs)-1]
+	}
+	describe := func(lo, hi bench.Record) string {
+		return fmt.Sprintf("%s GB/s at %s occupancy and %s GB/s at %s", sig3(lo.GBps), share(Param(lo, "occupancy")), sig3(hi.GBps), share(Param(hi, "occupancy")))
+	}
+	lo1, hi1 := lowHigh(accs[0])
+	accMax := accs[len(accs)-1]
+	loM, hiM := lowHigh(accMax)
+	f := finding{
+		measured: fmt.Sprintf("With one load in flight per thread (ACC=%g), bandwidth was %s. With ACC=%g it was %s.", accs[0], describe(lo1, hi1), accMax, describe(loM, hiM)),
+		key:      fmt.Sprintf("ACC=%g: lowest occupancy %s of the highest's GB/s; ACC=%g: %s", accs[0], share(lo1.GBps/hi1.GBps), accMax, share(loM.GBps/hiM.GBps)),
+	}
+	switch {
+	case !slower(lo1, hi1):
+		f.verdict, f.why = doesNotHold, "lower occupancy did not lower bandwidth measurably."
+	case slower(loM, hiM) && loM.GBps/hiM.GBps <= lo1.GBps/hi1.GBps:
+		f.verdict, f.why = holds, fmt.Sprintf("bandwidth followed occupancy, even with %g loads in flight per thread.", accMax)
+	default:
+		f.verdict, f.why = partly, fmt.Sprintf("bandwidth followed occupancy with one load in flight per thread; with %g, the lowest occupancy kept %s of the highest's bandwidth, against %s with one: loads in flight per thread also hide latency, as more warps do.",
+			accMax, share(loM.GBps/hiM.GBps), share(lo1.GBps/hi1.GBps))
+	}
+	return f, true
+}
+
+// judgeLocalMemory reads the occupancy suite where no occupancy query
+// exists (OpenCL): does reserving local memory, which leaves room for
+// fewer work-groups at once, cost bandwidth?
+func judgeLocalMemory(recs []bench.Record) (finding, bool) {
+	accs := distinct(recs, "acc")
+	if len(accs) == 0 {
+		return finding{}, false
+	}
+	acc1 := kept(recs, func(r bench.Record) bool { return Param(r, "acc") == accs[0] && r.OK })
+	slices.SortStableFunc(acc1, func(a, b bench.Record) int { return cmp.Compare(Param(a, "local_mem"), Param(b, "local_mem")) })
+	none, most := acc1[0], acc1[len(acc1)-1]
+	if Param(most, "local_mem") == Param(none, "local_mem") {
+		return finding{}, false
+	}
+	noLocal := kept(recs, func(r bench.Record) bool { return Param(r, "local_mem") == Param(none, "local_mem") && r.OK })
+	best := slices.MaxFunc(noLocal, func(a, b bench.Record) int { return cmp.Compare(a.GBps, b.GBps) })
+	f := finding{
+		measured: fmt.Sprintf("Reserving %g KiB of local memory per work-group took ACC=%g from %s GB/s to %s GB/s, %s. Without it, ACC=%g was fastest, at %s GB/s.",
+			Param(most, "local_mem")/1024, accs[0], sig3(none.GBps), sig3(most.GBps), against(most, none, "no reservation"), Param(best, "acc"), sig3(best.GBps)),
+		key: fmt.Sprintf("%g KiB of local memory: %s", Param(most, "local_mem")/1024, against(most, none, "none")),
+	}
+	switch {
+	case slower(most, none):
+		f.verdict, f.why = holds, "reserving local memory leaves room for fewer work-groups at once, and bandwidth fell: there was less to switch to while waiting on memory."
+	case Differ(most, none):
+		f.verdict, f.why = doesNotHold, "reserving local memory, which limits resident work-groups on a GPU, did not lower bandwidth here: it rose."
+	default:
+		f.verdict, f.why = doesNotHold, "reserving local memory, which limits resident work-groups on a GPU, changed nothing measurable here."
+	}
+	if onCPU(recs) {
+		f.why += " On a CPU, PoCL's local memory is ordinary cached memory, and a core runs one work-group at a time: there are no residency slots to fill."
+	}
+	return f, true
+}
+
+// distinct returns the sorted distinct values of a numeric parameter.
+func distinct(recs []bench.Record, key string) []float64 {
+	var vs []float64
+	for _, r := range recs {
+		if v := Param(r, key); !slices.Contains(vs, v) {
+			vs = append(vs, v)
+		}
+	}
+	slices.Sort(vs)
+	return vs
+}
+
+func judgeIntensity(recs []bench.Record) (finding, bool) {
+	rs := kept(recs, func(r bench.Record) bool { return r.OK })
+	slices.SortFunc(rs, func(a, b bench.Record) int { return cmp.Compare(Param(a, "f"), Param(b, "f")) })
+	if len(rs) < 3 || Param(rs[0], "f") != 1 {
+		return finding{}, false
+	}
+	base, last := rs[0], rs[len(rs)-1]
+	flat := 0 // the last index whose time is within noise of F=1 (or below it), with all before it
+	for flat+1 < len(rs) && !slower(rs[flat+1], base) {
+		flat++
+	}
+	f := finding{}
+	if flat > 0 {
+		f.measured = fmt.Sprintf("The time stayed within noise of F=1 (or below it) up to F=%g", Param(rs[flat], "f"))
+	} else {
+		f.measured = fmt.Sprintf("The time grew from the first added FMA: F=%g took %s", Param(rs[1], "f"), against(rs[1], base, "F=1"))
+	}
+	f.measured += fmt.Sprintf("; F=%g took %s.", Param(last, "f"), against(last, base, "F=1"))
+	peakGFLOPS, peakGBps := peaksOf(rs)
+	if peakGFLOPS > 0 && peakGBps > 0 {
+		ridge := peakGFLOPS / peakGBps
+		f.measured += fmt.Sprintf(" At F=%g the kernel ran at %s GFLOP/s, %s of the FP32 peak of %s GFLOP/s; this device's ridge point is at %s FLOP/byte, near F=%s.",
+			Param(last, "f"), sig3(last.GFLOPS), share(last.GFLOPS/peakGFLOPS), sig3(peakGFLOPS), sig3(ridge), sig3(4*ridge))
+	}
+	f.key = fmt.Sprintf("time grew from F=%g; F=%g at %s GFLOP/s", Param(rs[1], "f"), Param(last, "f"), sig3(last.GFLOPS))
+	if flat > 0 {
+		f.key = fmt.Sprintf("time flat up to F=%g; F=%g at %s GFLOP/s", Param(rs[flat], "f"), Param(last, "f"), sig3(last.GFLOPS))
+	}
+	if flat > 0 {
+		f.verdict, f.why = holds, fmt.Sprintf("up to F=%g the added FMAs were free: the kernel waited on memory, and only its bytes mattered.", Param(rs[flat], "f"))
+	} else {
+		f.verdict, f.why = doesNotHold, "every added FMA cost time: the arithmetic, not memory, set the time from the start."
+	}
+	return f, true
+}
+
+func judgeBanks(recs []bench.Record) (finding, bool) {
+	rs, ok := variants(recs, "s32_p0", "s32_p1")
+	if !ok {
+		return finding{}, false
+	}
+	worst, padded := rs[0], rs[1]
+	ways := distinct(recs, "ways")
+	var levels []string
+	for _, w := range ways {
+		sum, n := 0.0, 0
+		for _, r := range recs {
+			if Param(r, "ways") == w {
+				sum, n = sum+r.MedianMS, n+1
+			}
+		}
+		levels = append(levels, fmt.Sprintf("%s (%g-way)", formatTime(sum/float64(n)), w))
+	}
+	var xs, ys []float64
+	for _, r := range recs {
+		xs, ys = append(xs, Param(r, "ways")), append(ys, r.MedianMS)
+	}
+	rho := spearman(xs, ys)
+	f := finding{
+		measured: fmt.Sprintf("Averaged by predicted conflict, the reads took %s. Stride 32 without padding (32-way) took %s. The rank correlation between the predicted conflict and the time is %.2f (1 would mean that more ways always took longer).",
+			strings.Join(levels, ", "), against(worst, padded, "stride 32 padded by one word (conflict-free)"), rho),
+		key: fmt.Sprintf("32-way: %s the conflict-free time; rank correlation %.2f", times(worst.MedianMS/padded.MedianMS), rho),
+	}
+	if p4, ok := variant(recs, "s32_p4"); ok {
+		f.measured += fmt.Sprintf(" Padded by 4 words (4-way), stride 32 took %s.", against(p4, padded, "the conflict-free one"))
+	}
+	switch {
+	case slower(worst, padded) && rho >= 0.8:
+		f.verdict, f.why = holds, "the time follows the predicted n-way conflict, and a padding that makes the row width odd removes it."
+	case slower(worst, padded):
+		f.verdict, f.why = partly, "padding helped, but the time does not follow the predicted conflict closely."
+	default:
+		f.verdict, f.why = doesNotHold, "padding did not help, and the time does not follow the predicted conflict."
+	}
+	if onCPU(recs) {
+		f.why += " A CPU's local memory has no banks: the stride only changes which cache lines the reads touch."
+	}
+	return f, true
+}
+
+// spearman is the rank correlation of x and y (ties share their mean rank).
+func spearman(x, y []float64) float64 {
+	rx, ry := ranks(x), ranks(y)
+	mx, my := mean(rx), mean(ry)
+	var sxy, sxx, syy float64
+	for i := range rx {
+		sxy += (rx[i] - mx) * (ry[i] - my)
+		sxx += (rx[i] - mx) * (rx[i] - mx)
+		syy += (ry[i] - my) * (ry[i] - my)
+	}
+	if sxx == 0 || syy == 0 {
+		return 0
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}
+
+// ranks returns the rank of each value (1 for the smallest), ties sharing
+// the mean of their ranks.
+func ranks(v []float64) []float64 {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(v[a], v[b]) })
+	r := make([]float64, len(v))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
+			j++
+		}
+		for k := i; k <= j; k++ {
+			r[idx[k]] = float64(i+j)/2 + 1
+		}
+		i = j + 1
+	}
+	return r
+}
+
+func mean(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func judgeFilter(recs []bench.Record) (finding, bool) {
+	var parts, keys []string
+	faster, slowerN := 0, 0
+	for _, filter := range []string{"blur", "sobel"} {
+		of := kept(recs, func(r bench.Record) bool { return r.Params["filter"] == filter })
+		img := kept(of, func(r bench.Record) bool { return r.Params["path"] == "image" })
+		buf := kept(of, func(r bench.Record) bool { return r.Params["path"] == "buffer" })
+		if len(img) != 1 || len(buf) != 1 {
+			return finding{}, false
+		}
+		path := "`image2d_t` and a sampler"
+		if strings.HasSuffix(img[0].Variant, "_texture") {
+			path = "a texture object"
+		}
+		parts = append(parts, fmt.Sprintf("the %s through %s took %s", filter, path, against(img[0], buf[0], buf[0].Variant+" (clamped indices)")))
+		keys = append(keys, fmt.Sprintf("%s %s", filter, times(img[0].MedianMS/buf[0].MedianMS)))
+		switch {
+		case Differ(img[0], buf[0]) && img[0].MedianMS < buf[0].MedianMS:
+			faster++
+		case Differ(img[0], buf[0]):
+			slowerN++
+		}
+	}
+	f := finding{
+		measured: strings.ToUpper(parts[0][:1]) + parts[0][1:] + "; " + parts[1] + ".",
+		key:      "image over buffer time: " + strings.Join(keys, ", "),
+	}
+	switch {
+	case faster == 2:
+		f.verdict, f.why = holds, "both filters were faster through images."
+	case slowerN == 2:
+		f.verdict, f.why = doesNotHold, "both filters were slower through images than with plain loads and clamped indices."
+	default:
+		f.verdict, f.why = partly, "images were not faster for both filters."
+	}
+	switch {
+	case onCPU(recs):
+		f.why += " PoCL's CPU device has no texture unit: image reads and the sampler's clamping run as software."
+	case onNVIDIA(recs) && faster < 2:
+		f.why += " On NVIDIA GPUs since Maxwell, plain loads are cached in the same unit as texture fetches, and only the work-items at the border take the clamping branches."
+	}
+	return f, true
+}
+
+// sig3 prints v with three significant digits (all digits of the integer
+// part from 100 up), without an exponent from 0.001 up.
+func sig3(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0:
+		return "0"
+	case a >= 99.95:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 9.995:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 0.9995:
+		return fmt.Sprintf("%.2f", v)
+	case a >= 0.001:
+		return fmt.Sprintf("%.*f", 2-int(math.Floor(math.Log10(a))), v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+// times prints a ratio: "1.27×".
+func times(v float64) string { return sig3(v) + "×" }
+
+// share prints a fraction as a percentage: "27%", "3.1%".
+func share(frac float64) string {
+	pc := 100 * frac
+	if math.Abs(pc) >= 9.95 {
+		return fmt.Sprintf("%.0f%%", pc)
+	}
+	return fmt.Sprintf("%.2g%%", pc)
+}
+
+// signedShare prints a relative change: "+3.1%", "-12%".
+func signedShare(frac float64) string {
+	if frac >= 0 {
+		return "+" + share(frac)
+	}
+	return share(frac)
+}
+
+// formatTime prints a time given in ms with three significant digits in
+// the unit that keeps them, from picoseconds (a barrier's share of a
+// launch) to seconds: "10.2 ps", "4.31 µs", "45.6 ms".
+func formatTime(ms float64) string {
+	v := ms * 1e9 // picoseconds
+	for _, unit := range []string{"ps", "ns", "µs", "ms"} {
+		if math.Abs(v) < 999.5 {
+			return sig3(v) + " " + unit
+		}
+		v /= 1000
+	}
+	return sig3(v) + " s"
+}

@@ -1,0 +1,254 @@
+package warps
+
+import (
+	"strings"
+	"testing"
+
+	"gpulab/engine/bench"
+)
+
+// timed is a record of a variant whose runs took median ms, the fastest 1%
+// less, moving 1 GB; pocl marks it as measured on a CPU-type device (its
+// bandwidth compared with a peak of 173 GB/s), else on an NVIDIA H200
+// (4800 GB/s).
+func timed(suite, variant string, median float64, pocl bool, params bench.Params) bench.Record {
+	r := bench.Record{Suite: suite, Variant: variant, Device: "cuda:0", DeviceName: "NVIDIA H200", MedianMS: median, MinMS: 0.99 * median,
+		GBps: 1000 / median, Params: params, OK: true}
+	peak := 4800.0
+	if pocl {
+		r.Device, r.DeviceName, peak = "opencl:0:0", "pthread-skylake-avx512-AMD EPYC", 173
+	}
+	r.PctPeakGBps = 100 * r.GBps / peak
+	return r
+}
+
+func TestDiffer(t *testing.T) {
+	rec := func(median, min float64) bench.Record { return bench.Record{MedianMS: median, MinMS: min} }
+	for _, tc := range []struct {
+		name string
+		a, b bench.Record
+		want bool
+	}{
+		{"equal", rec(1, 0.99), rec(1, 0.99), false},
+		{"3% apart: under the floor", rec(1, 0.99), rec(1.03, 1.02), false},
+		{"10% apart, tight runs", rec(1, 0.99), rec(1.1, 1.09), true},
+		{"10% apart, but runs spread wider", rec(1, 0.9), rec(1.1, 1.04), false},
+		{"2x apart, order does not matter", rec(2, 1.9), rec(1, 0.95), true},
+	} {
+		if got := Differ(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: Differ = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := Differ(tc.b, tc.a); got != tc.want {
+			t.Errorf("%s (swapped): Differ = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestFormats(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{formatTime(0.0000000102357), "10.2 ps"},
+		{formatTime(0.000089), "89.0 ns"},
+		{formatTime(0.0009996), "1.00 µs"},
+		{formatTime(0.6722), "672 µs"},
+		{formatTime(89.34), "89.3 ms"},
+		{formatTime(2312), "2.31 s"},
+		{formatTime(-0.0000772), "-77.2 ns"},
+		{times(1.5466), "1.55×"},
+		{times(0.6954), "0.695×"},
+		{times(20.53), "20.5×"},
+		{times(644.2), "644×"},
+		{sig3(0), "0"},
+		{sig3(49016.4), "49016"},
+		{share(0.2734), "27%"},
+		{share(0.031), "3.1%"},
+		{signedShare(0.032), "+3.2%"},
+		{signedShare(-0.35), "-35%"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+func TestSpearman(t *testing.T) {
+	for _, tc := range []struct {
+		x, y []float64
+		want float64
+	}{
+		{[]float64{1, 2, 4, 8}, []float64{0.1, 0.3, 0.5, 2}, 1},
+		{[]float64{1, 2, 4, 8}, []float64{4, 3, 2, 1}, -1},
+		{[]float64{1, 1, 2, 2}, []float64{1, 2, 3, 4}, 0.8944271909999159},
+		{[]float64{1, 1, 1}, []float64{1, 2, 3}, 0},
+	} {
+		if got := spearman(tc.x, tc.y); got-tc.want > 1e-12 || tc.want-got > 1e-12 {
+			t.Errorf("spearman(%v, %v) = %v, want %v", tc.x, tc.y, got, tc.want)
+		}
+	}
+}
+
+// TestFindingsOfRecordedRuns reads the H200 records in docs/results: each
+// verdict and the figures it quotes are those of docs/opencl-and-warps.md.
+func TestFindingsOfRecordedRuns(t *testing.T) {
+	for _, tc := range []struct {
+		suite string
+		want  []string // in the Markdown, in order
+	}{
+		{"divergence", []string{"**cuda:0** (NVIDIA H200): alternate_lanes", "took 1.55× the time of uniform", "the time of uniform within noise (0.980×)",
+			"from 1.16× the uniform time when 27% of the groups diverged (p = 0.01)", "runs both branches holds:*", "**opencl:1:0**"}},
+		{"fastmath", []string{"The fast_flags build calls `expf, sinf with --use_fast_math`", "the speed of the precise build within noise",
+			"makes math faster does not hold:*", "the compiler still called the precise functions", "native build calls `__expf, __sinf`",
+			"2.80× the speed", "are faster holds:*", "**opencl:1:0**", "-cl-fast-relaxed-math`, the precise one `exp, sin`. It ran at 2.92× the speed", "makes math faster holds:*"}},
+		{"wgsize", []string{"copy was fastest in work-groups of 256", "groups of 32 took 5.62× the time of groups of 256", "the size to use does not hold:*",
+			"other sizes beat 32 for both kernels: the copy ran fastest in groups of 256, and the FMA chain ran fastest in groups of 512.",
+			"On NVIDIA GPUs a group of 32 is one warp", "0 of 16 launches were faster beyond noise and 0 slower", "size helps does not hold:*"}},
+		{"barrier", []string{"| cuda:0 | 32 | 672 µs | 329 µs | 2.04× | 10.2 ps |", "| cuda:0 | 256 | 366 µs | 281 µs | 1.30× | 20.2 ps |",
+			"each work-group barrier added 10.2 ps at 32 and 20.2 ps at 256", "is cheap holds in part:*", "costs less than one in a group of 256"}},
+		{"occupancy", []string{"(ACC=1), bandwidth was 848 GB/s at 25% occupancy and 2654 GB/s at 100%", "ACC=32 it was 3466 GB/s at 25% occupancy and 3830 GB/s at 100%",
+			"latency holds in part:*", "kept 91% of the highest's bandwidth", "**opencl:1:0**", "Reserving 32 KiB of local memory", "1.28× the time of no reservation", "latency holds:*"}},
+		{"intensity", []string{"within noise of F=1 (or below it) up to F=16", "51872 GFLOP/s, 78% of the FP32 peak", "ridge point is at 13.9 FLOP/byte", "wait on memory holds:*"}},
+		{"banks", []string{"162 µs (1-way)", "4.28 ms (32-way)", "took 20.5× the time of stride 32 padded by one word", "rank correlation", "is 0.97",
+			"4 words (4-way), stride 32 took 2.65×", "bank conflicts holds:*"}},
+		{"filter", []string{"blur through a texture object took 3.26× the time of blur_plain", "beat buffers does not hold:*",
+			"since Maxwell", "blur through `image2d_t` and a sampler took 2.20× the time of blur_buffer"}},
+	} {
+		md := Findings(recorded(t, tc.suite))
+		at := 0
+		for _, w := range tc.want {
+			i := strings.Index(md[at:], w)
+			if i < 0 {
+				t.Errorf("%s: %q missing after position %d of:\n%s", tc.suite, w, at, md)
+				break
+			}
+			at += i + len(w)
+		}
+		if strings.Contains(md, "PoCL") {
+			t.Errorf("%s: the H200's findings explain PoCL:\n%s", tc.suite, md)
+		}
+	}
+}
+
+// TestFindingsOnACPUDevice gives each judge the outcomes a CPU device can
+// produce, and checks the verdict and the explanation that goes with it.
+func TestFindingsOnACPUDevice(t *testing.T) {
+	p := func(kv ...any) bench.Params {
+		ps := bench.Params{}
+		for i := 0; i < len(kv); i += 2 {
+			ps[kv[i].(string)] = kv[i+1]
+		}
+		return ps
+	}
+	for _, tc := range []struct {
+		name string
+		recs []bench.Record
+		want []string
+	}{
+		{"divergence costs nothing", []bench.Record{
+			timed("divergence", "uniform", 40, true, p("pattern", "uniform", "divergent_fraction", 0.0)),
+			timed("divergence", "warp_split", 41, true, p("pattern", "warp_split", "divergent_fraction", 0.0)),
+			timed("divergence", "alternate_lanes", 40.5, true, p("pattern", "alternate_lanes", "divergent_fraction", 1.0)),
+		}, []string{"took the time of uniform within noise (1.01×)", "runs both branches does not hold:*", "lanes that disagree cost nothing measurable here.",
+			"a SIMD vector, not a 32-lane warp"}},
+		{"random lanes cost, regular ones do not", []bench.Record{
+			timed("divergence", "uniform", 40, true, p("pattern", "uniform", "divergent_fraction", 0.0)),
+			timed("divergence", "warp_split", 41, true, p("pattern", "warp_split", "divergent_fraction", 0.0)),
+			timed("divergence", "alternate_lanes", 40.5, true, p("pattern", "alternate_lanes", "divergent_fraction", 1.0)),
+			timed("divergence", "random_p0.01", 50, true, p("pattern", "random", "p", 0.01, "divergent_fraction", 0.28)),
+			timed("divergence", "random_p0.1", 96, true, p("pattern", "random", "p", 0.1, "divergent_fraction", 0.97)),
+			timed("divergence", "random_p0.5", 80, true, p("pattern", "random", "p", 0.5, "divergent_fraction", 1.0)),
+		}, []string{"from 1.25× the uniform time when 28% of the groups diverged (p = 0.01) to 2.00× when 100% did (p = 0.5)",
+			"runs both branches does not hold:*", "random lanes did (p = 0.1 took 2.40× the uniform time)", "predicts a regular pattern of branches but not a random one"}},
+		{"barriers faster", []bench.Record{
+			timed("barrier", "nobar_l32", 69, true, p("local", 32, "barrier", false, "barriers", 0)),
+			timed("barrier", "bar_l32", 25.8, true, p("local", 32, "barrier", true, "barriers", 64*32768)),
+			timed("barrier", "nobar_l256", 74.6, true, p("local", 256, "barrier", false, "barriers", 0)),
+			timed("barrier", "bar_l256", 29.1, true, p("local", 256, "barrier", true, "barriers", 64*4096)),
+		}, []string{"| opencl:0:0 | 32 | 25.8 ms | 69.0 ms | 0.374× | -20.6 ns (faster with barriers) |",
+			"saved 20.6 ns per work-group barrier at 32 and 174 ns at 256", "is cheap does not hold:*", "faster with barriers than without, at every size", "PoCL compiles the code between two barriers"}},
+		{"barrier cost within noise", []bench.Record{
+			timed("barrier", "nobar_l32", 10, false, p("local", 32, "barrier", false, "barriers", 0)),
+			timed("barrier", "bar_l32", 10.1, false, p("local", 32, "barrier", true, "barriers", 1000)),
+			timed("barrier", "nobar_l256", 10, false, p("local", 256, "barrier", false, "barriers", 0)),
+			timed("barrier", "bar_l256", 13, false, p("local", 256, "barrier", true, "barriers", 125)),
+		}, []string{"| cuda:0 | 32 | 10.1 ms | 10.0 ms | 1.01× | within noise |", "| cuda:0 | 256 | 13.0 ms | 10.0 ms | 1.30× | 24.0 µs |",
+			"is cheap holds:*", "a group of 32 cost nothing measurable, and one in a group of 256 did"}},
+		{"local memory raises bandwidth", []bench.Record{
+			timed("occupancy", "acc1_smem0K", 10, true, p("acc", 1, "local_mem", 0)),
+			timed("occupancy", "acc1_smem96K", 6.7, true, p("acc", 1, "local_mem", 96*1024)),
+			timed("occupancy", "acc2_smem0K", 11, true, p("acc", 2, "local_mem", 0)),
+		}, []string{"Reserving 96 KiB of local memory per work-group took ACC=1 from 100 GB/s to 149 GB/s, 0.670× the time of no reservation", "latency does not hold:*", "it rose", "no residency slots"}},
+		{"no bank effect", []bench.Record{
+			timed("banks", "s1_p0", 13.6, true, p("ways", 1)),
+			timed("banks", "s32_p0", 23.6, true, p("ways", 32)),
+			timed("banks", "s32_p1", 25.2, true, p("ways", 1)),
+			timed("banks", "s32_p4", 27.0, true, p("ways", 4)),
+		}, []string{"19.4 ms (1-way), 27.0 ms (4-way), 23.6 ms (32-way)", "0.937× the time of stride 32 padded by one word", "bank conflicts does not hold:*", "has no banks"}},
+		{"small groups enough for one kernel", []bench.Record{
+			timed("wgsize", "copy_wg8", 30, true, p("kernel", "copy", "local", 8, "hint", false)),
+			timed("wgsize", "copy_wg32", 20, true, p("kernel", "copy", "local", 32, "hint", false)),
+			timed("wgsize", "copy_wg1024", 7, true, p("kernel", "copy", "local", 1024, "hint", false)),
+			timed("wgsize", "fma_wg8", 50, true, p("kernel", "fma", "local", 8, "hint", false)),
+			timed("wgsize", "fma_wg32", 51, true, p("kernel", "fma", "local", 32, "hint", false)),
+			timed("wgsize", "fma_wg1024", 60, true, p("kernel", "fma", "local", 1024, "hint", false)),
+		}, []string{"the copy was fastest in work-groups of 1024 (143 GB/s), and groups of 32 took 2.86× the time of groups of 1024",
+			"FMA chain was fastest in work-groups of 8", "groups of 32 took the time of groups of 8 within noise (1.02×)",
+			"the size to use holds in part:* groups of 32 were enough for the FMA chain only; the copy ran fastest in groups of 1024.",
+			"PoCL runs each work-group as a loop"}},
+		{"every FMA costs time", []bench.Record{
+			timed("intensity", "f1", 1, true, p("f", 1)),
+			timed("intensity", "f2", 1.5, true, p("f", 2)),
+			timed("intensity", "f4", 3, true, p("f", 4)),
+		}, []string{"grew from the first added FMA: F=2 took 1.50× the time of F=1", "wait on memory does not hold:*"}},
+	} {
+		md := Findings(tc.recs)
+		at := 0
+		for _, w := range tc.want {
+			i := strings.Index(md[at:], w)
+			if i < 0 {
+				t.Errorf("%s: %q missing after position %d of:\n%s", tc.name, w, at, md)
+				break
+			}
+			at += i + len(w)
+		}
+	}
+}
+
+func TestFindingsWithoutRecordsOrVariants(t *testing.T) {
+	if got := Findings(nil); !strings.Contains(got, "No CUDA or OpenCL device") {
+		t.Errorf("no records: %q", got)
+	}
+	only := []bench.Record{timed("divergence", "uniform", 1, false, nil)}
+	if got := Findings(only); !strings.Contains(got, "lack the variants") {
+		t.Errorf("a lone variant: %q", got)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	live := []bench.Record{
+		timed("filter", "blur_image", 15.6, true, bench.Params{"filter": "blur", "path": "image"}),
+		timed("filter", "blur_buffer", 2.5, true, bench.Params{"filter": "blur", "path": "buffer"}),
+		timed("filter", "sobel_image", 4.8, true, bench.Params{"filter": "sobel", "path": "image"}),
+		timed("filter", "sobel_buffer", 0.46, true, bench.Params{"filter": "sobel", "path": "buffer"}),
+	}
+	var rec []bench.Record
+	for _, s := range Suites {
+		rec = append(rec, recorded(t, s)...)
+	}
+	md := Summary(live, rec)
+	lines := strings.Split(strings.TrimSpace(md), "\n")
+	if len(lines) != 2+len(claims) {
+		t.Fatalf("%d lines, want a header, a rule and %d claims:\n%s", len(lines), len(claims), md)
+	}
+	for _, w := range []string{
+		"| the guide's claim | `opencl:0:0` (pthread-skylake-avx512-AMD EPYC), this run | `cuda:0` (NVIDIA H200), recorded 2026-11-22 | `opencl:1:0` (NVIDIA H200), recorded 2026-11-22 |",
+		"| a warp whose lanes disagree runs both branches | not run | **holds**: alternate_lanes 1.55×, warp_split 0.980× the uniform time; random lanes up to 1.54× |",
+		"| images and samplers beat buffers | **does not hold**: image over buffer time: blur 6.24×, sobel 10.4× | **does not hold**: image over buffer time: blur 3.26×, sobel 2.07× |",
+		"| `-cl-fast-relaxed-math` makes math faster | not run | **does not hold**: 1.00× the speed",
+	} {
+		if !strings.Contains(md, w) {
+			t.Errorf("summary lacks %q:\n%s", w, md)
+		}
+	}
+	if got := Summary(nil, nil); !strings.Contains(got, "No records") {
+		t.Errorf("empty summary: %q", got)
+	}
+}
