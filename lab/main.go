@@ -73,6 +73,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = exerciseFillCmd(args[1:], stdout, stderr)
 	case "copies": // make lab: the student's working copies of the lessons
 		err = copiesCmd(args[1:], stdout, stderr)
+	case "jupyter-config": // make lab: the notebook's styles, scripts and echarts
+		err = jupyterConfigCmd(args[1:], stdout, stderr)
 	case "nbrun":
 		err = nbrunCmd(args[1:], stdout, stderr)
 	case "sqfd":

@@ -8,8 +8,8 @@
 #      to go.mod's version by itself.
 #   1. Debian/Ubuntu packages: Jupyter (the notebook server and ipykernel, for `make lab`; notebooks
 #      are executed headless by `lab nbrun`, without Python), OpenCL (the PoCL CPU driver, the ICD
-#      loader, clinfo) and bubblewrap (the sandbox `lab grade` runs submissions in). apt-get runs
-#      only if one is missing.
+#      loader, clinfo), bubblewrap (the sandbox `lab grade` runs submissions in) and, on Debian,
+#      Chromium (the browser test). apt-get runs only if one is missing.
 #   2. Go tools, built into the repo-local, git-ignored .tools/bin:
 #        gonb       the Go Jupyter kernel     (version pinned by go.mod's `tool` line)
 #        goimports  needed by gonb            (version pinned by go.mod: golang.org/x/tools)
@@ -31,6 +31,11 @@ APT_PACKAGES=(
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
   bubblewrap
 )
+# Chromium and a font for the browser test (lab/browser_test.go). Ubuntu ships Chromium only as a
+# snap, which a container cannot run: there the browser test skips, saying so.
+if grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then
+  APT_PACKAGES+=(chromium fonts-dejavu-core)
+fi
 GOPLS_VERSION=v0.20.0   # verified with go.mod's Go; v0.24 wants Go 1.27
 # sha256 of the golang.org/toolchain module zips of go.mod's Go, by architecture (from the proxy,
 # checked against the Go checksum database).

@@ -6,18 +6,28 @@
 # get the lesson afresh. Pick "Go (gonb)" as the kernel; see scripts/run-notebooks.sh for the
 # first-cell convention.
 #
+# Jupyter reads its configuration from .build/jupyter (JUPYTER_CONFIG_DIR), which `lab jupyter-config`
+# writes: custom.css and custom.js (styles; the PNG of a chart where a notebook is not trusted), the
+# editor's line wrapping, and echarts, which the interactive charts load from the server (offline).
+# Your own ~/.jupyter configuration is not read by make lab's server.
+#
 # Extra arguments for Jupyter go in JUPYTER_ARGS, e.g.
 #   make lab JUPYTER_ARGS="--no-browser --port 8899 --ip 0.0.0.0"
+# GPULAB_WORK names another folder for the working copies (default work/; the browser test uses a
+# temporary one).
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_go
 
-go run ./lab copies --from notebooks --to work
+work=${GPULAB_WORK:-$GPULAB_ROOT/work}
+go run ./lab copies --from notebooks --to "$work"
+go run ./lab jupyter-config --to "$GPULAB_ROOT/.build/jupyter"
+export JUPYTER_CONFIG_DIR=$GPULAB_ROOT/.build/jupyter
 
-args=(--notebook-dir="$GPULAB_ROOT/work")
+args=(--notebook-dir="$work")
 ((EUID == 0)) && args+=(--allow-root)   # Jupyter refuses to run as root otherwise
 # shellcheck disable=SC2206  # JUPYTER_ARGS is a list of flags
 args+=(${JUPYTER_ARGS:-})
 
-log "Jupyter Notebook on $GPULAB_ROOT/work (Ctrl-C twice to stop)"
+log "Jupyter Notebook on $work (Ctrl-C twice to stop)"
 exec "$PY" -m notebook "${args[@]}"

@@ -24,13 +24,19 @@ var (
 
 // MeasuredFigures returns the figures in Markdown prose that read as
 // measured (a number with a unit of speed, time, rate or share), outside
-// code and HTML comments, in order.
+// code and HTML comments, in order. A "×" followed by another number is a
+// shape ("32×32", "2 × 2"), not a ratio.
 func MeasuredFigures(md string) []string {
 	for _, re := range []*regexp.Regexp{fence, comment, span} {
 		md = re.ReplaceAllString(md, " ")
 	}
 	var out []string
-	for _, f := range measured.FindAllString(md, -1) {
+	for _, at := range measured.FindAllStringIndex(md, -1) {
+		f := md[at[0]:at[1]]
+		rest := strings.TrimLeft(md[at[1]:], " ")
+		if strings.HasSuffix(f, "×") && rest != "" && rest[0] >= '0' && rest[0] <= '9' {
+			continue
+		}
 		out = append(out, strings.TrimSpace(f))
 	}
 	return out

@@ -14,6 +14,7 @@ func TestMeasuredFigures(t *testing.T) {
 		// sizes, counts, code and comments are not measurements
 		"sizes 1000x1023x999 and 4096³, 132 SMs, 64 blocks, 3xTF32, 8 steps": nil,
 		"`GPULAB_SIZES=1000x1023x999` and `45 ms` in code":                   nil,
+		"32×32 tiles, a 128 × 256 tile, 2 × 2 FMA units":                     nil,
 		"```\n12 ms\n```\n<!-- 5% -->":                                       nil,
 	} {
 		if got := MeasuredFigures(md); !slices.Equal(got, want) {

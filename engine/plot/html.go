@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -19,6 +22,10 @@ const EchartsVersion = "5.4.3"
 
 //go:embed assets/echarts.min.js
 var echartsJS string
+
+// EchartsLibrary returns the echarts library (EchartsVersion, minified) that
+// standalone pages inline and that make lab serves to notebook charts.
+func EchartsLibrary() []byte { return []byte(echartsJS) }
 
 // chartHeightPx is the height of the interactive chart; its width follows the page.
 const chartHeightPx = 500
@@ -35,16 +42,9 @@ func (f *Figure) HTML() (out []byte, err error) {
 			out, err = nil, fmt.Errorf("plot %s: rendering HTML failed: %v", f.name(), r)
 		}
 	}()
-	var chart render.Renderer
-	switch f.kind {
-	case kindBars:
-		chart = f.echartsBars()
-	case kindLines:
-		chart = f.echartsLines()
-	case kindRoofline:
-		chart = f.echartsRoofline()
-	default:
-		return nil, f.errorf("unknown figure kind")
+	chart, err := f.renderer()
+	if err != nil {
+		return nil, err
 	}
 	snip := chart.RenderSnippet()
 	meta, err := json.Marshal(f.jsMeta())
@@ -75,15 +75,87 @@ func (f *Figure) HTML() (out []byte, err error) {
 	return []byte(b.String()), nil
 }
 
-// notebookHTML wraps the standalone page in an iframe, which keeps each
-// chart's echarts instance and globals apart from the notebook page's.
+// EchartsURL is where the notebook chart loads echarts from, relative to the
+// Jupyter server's base URL: make lab's server serves its custom/ folder
+// there (scripts/jupyter/custom), with this file copied from assets/.
+const EchartsURL = "custom/gpulab-echarts.min.js"
+
+// notebookHTML is the interactive chart for a live notebook: a div, and a
+// script that loads echarts once per page and draws the chart into it.
+//
+// Where the script does not run (a notebook that is not trusted, a viewer
+// without the lab's server), the div keeps a short note; the same output
+// carries the PNG, which every other front end shows instead, and which
+// make lab's custom.js puts in the note's place. Each call gets a new DOM id,
+// so that the same figure shown twice on one page draws twice.
 func (f *Figure) notebookHTML() (string, error) {
-	page, err := f.HTML()
+	id := fmt.Sprintf("%s_%x", f.chartID(), notebookChartSeq.Add(1)+uint64(time.Now().UnixNano()))
+	g := *f
+	g.id = id
+	chart, err := g.renderer()
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("<iframe title=\"%s\" style=\"width:100%%;height:%dpx;border:0;\" srcdoc=\"%s\"></iframe>",
-		html.EscapeString(f.pageTitle()), chartHeightPx+30, html.EscapeString(string(page))), nil
+	meta, err := json.Marshal(g.jsMeta())
+	if err != nil {
+		return "", fmt.Errorf("plot %s: %w", f.name(), err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "<div class=\"gpulab-chart\" id=\"%s\" aria-label=\"%s\" style=\"width:100%%;min-height:2em;\">"+
+		"<em>Interactive chart: it draws where the notebook is trusted and echarts is served (make lab). "+
+		"The PNG of the same output is shown elsewhere.</em></div>\n", id, html.EscapeString(g.pageTitle()))
+	b.WriteString("<script type=\"text/javascript\">\n(function () {\n")
+	fmt.Fprintf(&b, "var el = document.getElementById('%s');\nif (!el) { return; }\n", id)
+	fmt.Fprintf(&b, "function draw(echarts) {\nvar gpulab = {meta: %s,\n%s};\n", scriptSafe(string(meta)), jsHelpers)
+	fmt.Fprintf(&b, "el.textContent = '';\nel.style.height = '%dpx';\n", chartHeightPx)
+	b.WriteString(scriptSafe(scriptBody(chart.RenderSnippet().Script)))
+	fmt.Fprintf(&b, "\nwindow.addEventListener('resize', function () { goecharts_%s.resize(); });\n}\n", id)
+	fmt.Fprintf(&b, loadEcharts, EchartsURL)
+	b.WriteString("window.gpulabEcharts.then(draw, function () {});\n})();\n</script>\n")
+	return b.String(), nil
+}
+
+// notebookChartSeq makes notebook chart ids unique within one process;
+// the clock makes them unique across the cells of a page.
+var notebookChartSeq atomic.Uint64
+
+// loadEcharts sets window.gpulabEcharts to a promise of the echarts module,
+// loading it once per page from the Jupyter server (%s: EchartsURL): through
+// RequireJS in the classic notebook, whose define() would otherwise capture
+// echarts' UMD module, and through a script element elsewhere. The base URL
+// is the classic notebook's data-base-url, or JupyterLab's page config.
+const loadEcharts = `if (!window.gpulabEcharts) {
+  window.gpulabEcharts = new Promise(function (resolve, reject) {
+    if (window.echarts) { resolve(window.echarts); return; }
+    var base = document.body.getAttribute('data-base-url');
+    var cfg = document.getElementById('jupyter-config-data');
+    if (!base && cfg) { try { base = JSON.parse(cfg.textContent).baseUrl; } catch (e) {} }
+    var url = (base || '/').replace(/\/?$/, '/') + '%s';
+    if (typeof window.requirejs === 'function') {
+      window.requirejs.config({paths: {'gpulab-echarts': url.replace(/\.js$/, '')}});
+      window.requirejs(['gpulab-echarts'], function (e) { window.echarts = e; resolve(e); }, reject);
+      return;
+    }
+    var s = document.createElement('script');
+    s.src = url;
+    s.onload = function () { window.echarts ? resolve(window.echarts) : reject(new Error('no echarts')); };
+    s.onerror = reject;
+    document.head.appendChild(s);
+  });
+}
+`
+
+// renderer builds the figure's echarts chart.
+func (f *Figure) renderer() (render.Renderer, error) {
+	switch f.kind {
+	case kindBars:
+		return f.echartsBars(), nil
+	case kindLines:
+		return f.echartsLines(), nil
+	case kindRoofline:
+		return f.echartsRoofline(), nil
+	}
+	return nil, f.errorf("unknown figure kind")
 }
 
 func (f *Figure) pageTitle() string {
@@ -96,6 +168,9 @@ func (f *Figure) pageTitle() string {
 // chartID is the DOM id of the chart, also part of a JS variable name
 // (goecharts_<id>), so only [a-z0-9_].
 func (f *Figure) chartID() string {
+	if f.id != "" {
+		return f.id
+	}
 	return "gpulab_" + strings.ReplaceAll(Slug(f.Title), "-", "_")
 }
 
@@ -176,10 +251,16 @@ const (
   return s; }`
 )
 
+// htmlTitleRunes is the longest title line of the interactive chart; a
+// longer title wraps at spaces.
+const htmlTitleRunes = 90
+
 func (f *Figure) commonOpts(legend bool) []charts.GlobalOpts {
-	top := "60"
+	title := wrapTitle(f.Title, htmlTitleRunes)
+	extra := 22 * (len(title) - 1) // px of each title line after the first
+	top := strconv.Itoa(60 + extra)
 	if !legend {
-		top = "50"
+		top = strconv.Itoa(50 + extra)
 	}
 	left := "3%"
 	if f.yLabel != "" {
@@ -192,9 +273,9 @@ func (f *Figure) commonOpts(legend bool) []charts.GlobalOpts {
 			Height:    fmt.Sprintf("%dpx", chartHeightPx),
 			ChartID:   f.chartID(),
 		}),
-		charts.WithTitleOpts(opts.Title{Title: f.Title, Left: "center", Top: "6",
+		charts.WithTitleOpts(opts.Title{Title: strings.Join(title, "\n"), Left: "center", Top: "6",
 			TitleStyle: &opts.TextStyle{FontSize: 17, Color: "#222"}}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(legend), Top: "32", Type: "scroll"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(legend), Top: strconv.Itoa(32 + extra), Type: "scroll"}),
 		charts.WithColorsOpts(opts.Colors(palette)),
 		charts.WithGridOpts(opts.Grid{Left: left, Right: "5%", Top: top, Bottom: "60", ContainLabel: opts.Bool(true)}),
 		charts.WithToolboxOpts(opts.Toolbox{Show: opts.Bool(true), Right: "2%", Top: "4",

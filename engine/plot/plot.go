@@ -24,8 +24,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/janpfeifer/gonb/gonbui"
+	"github.com/janpfeifer/gonb/gonbui/protocol"
 )
 
 // ErrInvalid is wrapped by every error about a figure's data or options.
@@ -87,6 +89,8 @@ type Figure struct {
 	scatter    bool // Lines drawn as unconnected points
 	ref        *reference
 	suffix     *string
+
+	id string // the chart's DOM id where it must be unique (notebookHTML)
 }
 
 type reference struct {
@@ -404,21 +408,24 @@ func (f *Figure) Save(path string) error {
 const (
 	// EnvPlotDir is the directory Show writes to outside a notebook (default "plots").
 	EnvPlotDir = "GPULAB_PLOT_DIR"
-	// EnvPlotHTML, set to "1", makes Show also display the interactive chart in a notebook.
+	// EnvPlotHTML set to "0" makes Show display only the PNG in a notebook,
+	// without the interactive chart.
 	EnvPlotHTML = "GPULAB_PLOT_HTML"
 )
 
 // Hooks for tests; in production they are gonbui's.
 var (
 	inNotebook  = func() bool { return gonbui.IsNotebook }
-	displayPNG  = gonbui.DisplayPng // DisplayPNG is its deprecated alias
-	displayHTML = gonbui.DisplayHTML
+	displayData = func(d *protocol.DisplayData) { gonbui.SendData(d) }
 	displayErr  = gonbui.Error
 )
 
-// Show displays the figure inline when running under GoNB: the PNG, and when
-// the environment variable GPULAB_PLOT_HTML=1 also the interactive chart
-// (an iframe holding the standalone page). It then returns no paths.
+// Show displays the figure inline when running under GoNB, as one output
+// with two representations: the interactive chart (HTML) and the PNG. A
+// front end shows the richest it may: the chart in a trusted live notebook,
+// the PNG on GitHub, in nbconvert, and where the notebook is not trusted.
+// With GPULAB_PLOT_HTML=0 the output holds only the PNG. Show then returns
+// no paths.
 //
 // Outside a notebook it saves <dir>/<slug-of-title>.png and .html, where dir
 // is $GPULAB_PLOT_DIR or "plots" (created if missing), and returns the paths
@@ -432,14 +439,18 @@ func (f *Figure) Show() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		displayPNG(png)
-		if os.Getenv(EnvPlotHTML) == "1" {
+		data := map[protocol.MIMEType]any{
+			protocol.MIMEImagePNG:  png,
+			protocol.MIMETextPlain: "chart: " + f.pageTitle(),
+		}
+		if os.Getenv(EnvPlotHTML) != "0" {
 			frag, err := f.notebookHTML()
 			if err != nil {
 				return nil, err
 			}
-			displayHTML(frag)
+			data[protocol.MIMETextHTML] = frag
 		}
+		displayData(&protocol.DisplayData{Data: data})
 		// Wait until GoNB has taken the chart: it stops reading a cell's
 		// display pipe when the program exits, and would drop it.
 		gonbui.Sync()
@@ -492,4 +503,24 @@ func Slug(title string) string {
 		return "figure"
 	}
 	return s
+}
+
+// wrapTitle breaks a title at spaces into lines of at most maxRunes runes
+// (a longer word gets a line of its own), so that a long title wraps
+// instead of running off the chart.
+func wrapTitle(title string, maxRunes int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(title) {
+		switch {
+		case line == "":
+			line = word
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) <= maxRunes:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	return append(lines, line)
 }

@@ -10,10 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/janpfeifer/gonb/gonbui/protocol"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -210,12 +212,37 @@ func TestHTMLDeterministic(t *testing.T) {
 }
 
 func TestNotebookHTML(t *testing.T) {
-	frag, err := sampleLines().notebookHTML()
+	fig := sampleLines()
+	one, err := fig.notebookHTML()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(frag, "<iframe") || strings.Contains(frag, "<script") {
-		t.Fatalf("fragment should be one iframe with the page escaped in srcdoc")
+	two, err := fig.notebookHTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := regexp.MustCompile(`<div class="gpulab-chart" id="(gpulab_[a-z0-9_]+)"`)
+	m1, m2 := id.FindStringSubmatch(one), id.FindStringSubmatch(two)
+	if m1 == nil || m2 == nil || m1[1] == m2[1] {
+		t.Fatalf("want a chart div with a new id on each call, got %v and %v", m1, m2)
+	}
+	for _, want := range []string{
+		"<em>Interactive chart",               // what an untrusted notebook shows in the div
+		"window.gpulabEcharts = new Promise",  // echarts loaded once per page
+		"'" + EchartsURL + "'",                // from the lab's server, offline
+		"window.requirejs(['gpulab-echarts']", // the classic notebook's RequireJS
+		"echarts.init(document.getElementById('" + m1[1] + "')",
+		"var gpulab = {meta: ", // the tooltip helpers, local to this chart
+	} {
+		if !strings.Contains(one, want) {
+			t.Errorf("fragment lacks %q", want)
+		}
+	}
+	if strings.Contains(one, "echarts.min.js */") || len(one) > 64<<10 {
+		t.Errorf("fragment inlines echarts (%d bytes)", len(one))
+	}
+	if n := strings.Count(one, "</script>"); n != 1 {
+		t.Errorf("fragment has %d script end tags, want 1", n)
 	}
 }
 
@@ -446,41 +473,38 @@ func TestShowDefaultDir(t *testing.T) {
 }
 
 func TestShowInNotebook(t *testing.T) {
-	var pngs, htmls int
-	restore := func(nb func() bool, dp func([]byte), dh func(string), de func() error) func() {
-		return func() { inNotebook, displayPNG, displayHTML, displayErr = nb, dp, dh, de }
-	}(inNotebook, displayPNG, displayHTML, displayErr)
+	var shown []*protocol.DisplayData
+	restore := func(nb func() bool, dd func(*protocol.DisplayData), de func() error) func() {
+		return func() { inNotebook, displayData, displayErr = nb, dd, de }
+	}(inNotebook, displayData, displayErr)
 	defer restore()
 	inNotebook = func() bool { return true }
-	displayPNG = func(b []byte) {
-		if _, err := png.Decode(bytes.NewReader(b)); err != nil {
-			t.Errorf("displayed PNG does not decode: %v", err)
-		}
-		pngs++
-	}
-	displayHTML = func(s string) {
-		if !strings.HasPrefix(s, "<iframe") {
-			t.Errorf("displayed HTML is not an iframe")
-		}
-		htmls++
-	}
+	displayData = func(d *protocol.DisplayData) { shown = append(shown, d) }
 	displayErr = func() error { return nil }
 	dir := t.TempDir()
 	t.Setenv(EnvPlotDir, dir)
 
-	t.Setenv(EnvPlotHTML, "")
-	if paths, err := sampleLines().Show(); err != nil || len(paths) != 0 {
-		t.Fatalf("Show = %v, %v", paths, err)
-	}
-	if pngs != 1 || htmls != 0 {
-		t.Fatalf("displayed %d PNGs and %d HTMLs, want 1 and 0", pngs, htmls)
-	}
-	t.Setenv(EnvPlotHTML, "1")
-	if _, err := sampleLines().Show(); err != nil {
-		t.Fatal(err)
-	}
-	if pngs != 2 || htmls != 1 {
-		t.Fatalf("displayed %d PNGs and %d HTMLs, want 2 and 1", pngs, htmls)
+	for _, tc := range []struct {
+		env      string
+		wantHTML bool
+	}{{"", true}, {"1", true}, {"0", false}} {
+		shown = nil
+		t.Setenv(EnvPlotHTML, tc.env)
+		if paths, err := sampleLines().Show(); err != nil || len(paths) != 0 {
+			t.Fatalf("%s=%q: Show = %v, %v", EnvPlotHTML, tc.env, paths, err)
+		}
+		if len(shown) != 1 {
+			t.Fatalf("%s=%q: %d outputs, want one with every representation", EnvPlotHTML, tc.env, len(shown))
+		}
+		data := shown[0].Data
+		b, _ := data[protocol.MIMEImagePNG].([]byte)
+		if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+			t.Errorf("%s=%q: the output's PNG does not decode: %v", EnvPlotHTML, tc.env, err)
+		}
+		h, hasHTML := data[protocol.MIMETextHTML].(string)
+		if hasHTML != tc.wantHTML || (hasHTML && !strings.Contains(h, `class="gpulab-chart"`)) {
+			t.Errorf("%s=%q: HTML %v, want %v", EnvPlotHTML, tc.env, hasHTML, tc.wantHTML)
+		}
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("Show in a notebook wrote files: %v", entries)
@@ -720,5 +744,24 @@ func TestRoofLabel(t *testing.T) {
 	}
 	if got := roofLabel("copy", 1.17); !strings.Contains(got, "117% of roof: above it") {
 		t.Errorf("a point above the roof is not flagged: %q", got)
+	}
+}
+
+func TestWrapTitle(t *testing.T) {
+	for _, tc := range []struct {
+		title string
+		max   int
+		want  []string
+	}{
+		{"", 10, []string{""}},
+		{"short", 10, []string{"short"}},
+		{"copy: GB/s against bytes", 10, []string{"copy: GB/s", "against", "bytes"}},
+		{"a  spaced   title", 7, []string{"a", "spaced", "title"}},
+		{"prefill 1024×32 tokens: GPU time by operation", 24, []string{"prefill 1024×32 tokens:", "GPU time by operation"}},
+		{"unbreakable-very-long-word here", 8, []string{"unbreakable-very-long-word", "here"}},
+	} {
+		if got := wrapTitle(tc.title, tc.max); !slices.Equal(got, tc.want) {
+			t.Errorf("wrapTitle(%q, %d) = %q, want %q", tc.title, tc.max, got, tc.want)
+		}
 	}
 }
