@@ -58,6 +58,10 @@ type CUDAOptions struct {
 	// PersistentMaxPairs (token, expert) pairs in a micro-batch, as in
 	// decode; above, wgmma where it runs, else grouped).
 	MoE string
+	// RoPESignBug compiles step 03 with the sign error of the LFM2
+	// development log (ROPE_SIGN_BUG in 03_rope.cu), for the lesson that
+	// shows the CPU reference catching it; its CPU twin is RoPESignBug.
+	RoPESignBug bool
 }
 
 // The MoE paths of CUDAOptions.MoE.
@@ -247,6 +251,9 @@ func compileKernels(ctx *cuda.Context, c *Config, o CUDAOptions) (*kernelSet, er
 	}
 	opts := []string{fmt.Sprintf("-DLFM2_BF16=%d", bf16), fmt.Sprintf("-DHEAD_DIM=%d", c.HeadDim),
 		fmt.Sprintf("-DCONV_L=%d", c.ConvL), fmt.Sprintf("-DMOE_TILE=%d", moeTile)}
+	if o.RoPESignBug { // read by 03_rope.cu alone
+		opts = append(opts, "-DROPE_SIGN_BUG=1")
+	}
 	props := ctx.Properties()
 	k := &kernelSet{sms: props.SMs}
 	type kernelFile struct {

@@ -170,6 +170,47 @@ func TestCUDALogitsMatchCPU(t *testing.T) {
 	}
 }
 
+// TestCUDARoPESignBug: the engine compiled with the RoPE sign bug
+// (CUDAOptions.RoPESignBug) is further than ReferenceTolerance from the CPU
+// reference, and within it of the reference with the same bug injected
+// (LogitsRotating with RoPESignBug); the engine without it stays within
+// the tolerance of the reference. At position 0, where the bug's sine is 0,
+// both engines give the reference's logits.
+func TestCUDARoPESignBug(t *testing.T) {
+	ctx := cudatest.Context(t)
+	c, ck, w := cudaCheckpoint(t, "moe", "F32")
+	batch := randomBatch(rand.New(rand.NewPCG(11, 12)), 2, 9, c.Vocab)
+	want, err := Logits(c, w, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBug, err := LogitsRotating(c, w, batch, RoPESignBug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bug := range []bool{false, true} {
+		m := newCUDATest(t, []*cuda.Context{ctx}, c, ck, CUDAOptions{MaxBatch: 2, MaxSeq: 9, RoPESignBug: bug})
+		got, err := m.Logits(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := maxDiff(got, want)
+		dBug, _ := maxDiff(got, wantBug)
+		byPos := PositionDiffs(got, want, 9, c.Vocab)
+		t.Logf("RoPESignBug %v: max |GPU − reference| %.3g, max |GPU − reference with the bug| %.3g, by position %.3g", bug, d, dBug, byPos)
+		switch {
+		case !bug && d > ReferenceTolerance:
+			t.Errorf("the correct engine is %.3g from the reference, beyond the tolerance %g", d, ReferenceTolerance)
+		case bug && !(d > ReferenceTolerance):
+			t.Errorf("the engine with the sign bug is only %.3g from the reference: the reference would not catch it", d)
+		case bug && dBug > ReferenceTolerance:
+			t.Errorf("the engine with the sign bug is %.3g from the reference with the same bug: ROPE_SIGN_BUG is not RoPESignBug", dBug)
+		case byPos[0] > ReferenceTolerance:
+			t.Errorf("position 0 differs from the reference by %.3g, though RoPE is the identity there", byPos[0])
+		}
+	}
+}
+
 // TestCUDAGenerateMatchesCPU: greedy and sampled generation give the CPU's
 // tokens, for one prompt (the decode GEMVs of one row) and a batch of two,
 // on the device-fed greedy path too.

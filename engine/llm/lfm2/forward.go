@@ -128,48 +128,80 @@ func CheckTokens(c *Config, pos int, tokens []int) error {
 // Forward runs tokens after those already in st, updating st, and returns
 // the logits of each new position (len(tokens) × vocab).
 func Forward(c *Config, w *Weights, st *State, tokens []int) ([][]float32, error) {
+	return ForwardRotating(c, w, st, tokens, rope)
+}
+
+// A Rotation turns one query or key head in place by its position pos,
+// with the base theta (rope_theta): LFM2's RoPE, which Forward applies, or
+// a wrong one for an experiment, such as RoPESignBug.
+type Rotation func(head []float32, pos int, theta float64)
+
+// ForwardRotating is Forward with rot in place of LFM2's RoPE: how the
+// lesson injects the RoPE sign bug (RoPESignBug) and measures what it does
+// to the logits. Every call on one state must use the same rot, since the
+// key cache keeps the keys as rot turned them.
+func ForwardRotating(c *Config, w *Weights, st *State, tokens []int, rot Rotation) ([][]float32, error) {
+	if rot == nil {
+		return nil, fmt.Errorf("lfm2: ForwardRotating needs a rotation")
+	}
 	if err := CheckTokens(c, st.Pos, tokens); err != nil {
 		return nil, err
 	}
-	T, h := len(tokens), c.Hidden
-	x := make([][]float32, T)
+	x := embed(c, w, tokens)
+	for l := range c.Layers {
+		decoderLayer(c, w, st, l, x, rot)
+	}
+	st.Pos += len(tokens)
+	return linear(rmsNormRows(x, w.Norm, c.NormEps), w.LMHead, c.Vocab), nil
+}
+
+// embed returns each token's row of the embedding table: the residual
+// stream before the first layer.
+func embed(c *Config, w *Weights, tokens []int) [][]float32 {
+	h := c.Hidden
+	x := make([][]float32, len(tokens))
 	for t, tok := range tokens {
 		x[t] = append([]float32(nil), w.Embed[tok*h:(tok+1)*h]...)
 	}
-	for l := range c.Layers {
-		lw := &w.Layers[l]
-		normed := rmsNormRows(x, lw.OpNorm, c.NormEps)
-		var mix [][]float32
-		if c.IsAttention(l) {
-			mix = attention(c, lw, st, l, normed)
-		} else {
-			mix = convMixer(c, lw, st, l, normed)
-		}
-		addRows(x, mix)
-		normed = rmsNormRows(x, lw.FFNNorm, c.NormEps)
-		var ff [][]float32
-		if c.IsMoE(l) {
-			ff = moe(c, lw, normed, st.ExpertLoad[l])
-		} else {
-			ff = lw.FFN.apply(normed, h)
-		}
-		addRows(x, ff)
+	return x
+}
+
+// decoderLayer runs layer l on the residual stream x in place: the mixer
+// (attention, whose heads rot turns, or the short conv), then the
+// feed-forward (dense or MoE), each on the normed stream and added back.
+func decoderLayer(c *Config, w *Weights, st *State, l int, x [][]float32, rot Rotation) {
+	lw := &w.Layers[l]
+	normed := rmsNormRows(x, lw.OpNorm, c.NormEps)
+	if c.IsAttention(l) {
+		addRows(x, attention(c, lw, st, l, normed, rot))
+	} else {
+		addRows(x, convMixer(c, lw, st, l, normed))
 	}
-	st.Pos += T
-	return linear(rmsNormRows(x, w.Norm, c.NormEps), w.LMHead, c.Vocab), nil
+	normed = rmsNormRows(x, lw.FFNNorm, c.NormEps)
+	if c.IsMoE(l) {
+		addRows(x, moe(c, lw, normed, st.ExpertLoad[l]))
+	} else {
+		addRows(x, lw.FFN.apply(normed, c.Hidden))
+	}
 }
 
 // Logits runs each sequence of batch from an empty state and returns the
 // logits of every position as one float32 array [batch, seq, vocab]. The
 // sequences must have the same length.
 func Logits(c *Config, w *Weights, batch [][]int) ([]float32, error) {
+	return LogitsRotating(c, w, batch, rope)
+}
+
+// LogitsRotating is Logits with rot in place of LFM2's RoPE
+// (ForwardRotating).
+func LogitsRotating(c *Config, w *Weights, batch [][]int, rot Rotation) ([]float32, error) {
 	if err := CheckBatch(c, batch); err != nil {
 		return nil, err
 	}
 	T := len(batch[0])
 	out := make([]float32, len(batch)*T*c.Vocab)
 	for b, seq := range batch {
-		logits, err := Forward(c, w, NewState(c), seq)
+		logits, err := ForwardRotating(c, w, NewState(c), seq, rot)
 		if err != nil {
 			return nil, fmt.Errorf("lfm2: sequence %d: %w", b, err)
 		}
@@ -285,7 +317,35 @@ func Argmax(v []float32) int {
 
 // attention is the GQA mixer of layer l over the rows x, appending their
 // keys and values to st's cache.
-func attention(c *Config, lw *LayerWeights, st *State, l int, x [][]float32) [][]float32 {
+func attention(c *Config, lw *LayerWeights, st *State, l int, x [][]float32, rot Rotation) [][]float32 {
+	hd, H, kvw := c.HeadDim, c.Heads, c.KVHeads*c.HeadDim
+	q := queries(c, lw, st, l, x, rot)
+	out := make([][]float32, len(x))
+	for t := range out {
+		out[t] = make([]float32, H*hd)
+	}
+	cpu.Parallel(len(x)*H, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			t, hh := i/H, i%H
+			p := scores(c, st, l, q[t], hh, st.Pos+t+1) // causal: positions 0..Pos+t
+			softmax(p)
+			kh, o := hh/(H/c.KVHeads), out[t][hh*hd:(hh+1)*hd]
+			for j, pj := range p {
+				vj := st.V[l][j*kvw+kh*hd : j*kvw+(kh+1)*hd]
+				for d := range o {
+					o[d] += pj * vj[d]
+				}
+			}
+		}
+	})
+	return linear(out, lw.O, c.Hidden)
+}
+
+// queries projects the rows x of attention layer l to queries, keys and
+// values, normalizes each query and key head (q_layernorm, k_layernorm) and
+// turns it by its position with rot, appends the keys and values to st's
+// caches, and returns the queries, one row of heads·headDim per token.
+func queries(c *Config, lw *LayerWeights, st *State, l int, x [][]float32, rot Rotation) [][]float32 {
 	hd, H, KV := c.HeadDim, c.Heads, c.KVHeads
 	q, k, v := linear(x, lw.Q, H*hd), linear(x, lw.K, KV*hd), linear(x, lw.V, KV*hd)
 	for t := range x {
@@ -293,48 +353,49 @@ func attention(c *Config, lw *LayerWeights, st *State, l int, x [][]float32) [][
 		for hh := range H {
 			head := q[t][hh*hd : (hh+1)*hd]
 			rmsNorm(head, head, lw.QNorm, c.NormEps)
-			rope(head, pos, c.RopeTheta)
+			rot(head, pos, c.RopeTheta)
 		}
 		for hh := range KV {
 			head := k[t][hh*hd : (hh+1)*hd]
 			rmsNorm(head, head, lw.KNorm, c.NormEps)
-			rope(head, pos, c.RopeTheta)
+			rot(head, pos, c.RopeTheta)
 		}
 		st.K[l] = append(st.K[l], k[t]...)
 		st.V[l] = append(st.V[l], v[t]...)
 	}
-	T, group, scale := len(x), H/KV, float32(1/math.Sqrt(float64(hd)))
-	kc, vc, kvw := st.K[l], st.V[l], KV*hd
-	out := make([][]float32, T)
-	for t := range out {
-		out[t] = make([]float32, H*hd)
+	return q
+}
+
+// scores is the scaled dot products q·k/√headDim of query head hh of the
+// row q with the first n keys in layer l's cache; under GQA the head reads
+// KV head hh/(heads/kvHeads).
+func scores(c *Config, st *State, l int, q []float32, hh, n int) []float32 {
+	hd, kvw := c.HeadDim, c.KVHeads*c.HeadDim
+	kh, qh := hh/(c.Heads/c.KVHeads), q[hh*hd:(hh+1)*hd]
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	s := make([]float32, n)
+	for j := range s {
+		s[j] = dot(qh, st.K[l][j*kvw+kh*hd:j*kvw+(kh+1)*hd]) * scale
 	}
-	cpu.Parallel(T*H, 1, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			t, hh := i/H, i%H
-			n, kh := st.Pos+t+1, hh/group // causal: positions 0..Pos+t
-			qh := q[t][hh*hd : (hh+1)*hd]
-			s := make([]float32, n)
-			m := float32(math.Inf(-1))
-			for j := range n {
-				s[j] = dot(qh, kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd]) * scale
-				m = max(m, s[j])
-			}
-			var sum float32
-			for j := range s {
-				s[j] = float32(math.Exp(float64(s[j] - m)))
-				sum += s[j]
-			}
-			o := out[t][hh*hd : (hh+1)*hd]
-			for j, p := range s {
-				vj := vc[j*kvw+kh*hd : j*kvw+(kh+1)*hd]
-				for d := range o {
-					o[d] += p / sum * vj[d]
-				}
-			}
-		}
-	})
-	return linear(out, lw.O, c.Hidden)
+	return s
+}
+
+// softmax turns the scores s into probabilities in place, the stable way:
+// e^(s−max) / Σ e^(s−max). Subtracting the largest score changes nothing
+// in exact arithmetic, but no exponent is above 0, so none overflows.
+func softmax(s []float32) {
+	m := float32(math.Inf(-1))
+	for _, v := range s {
+		m = max(m, v)
+	}
+	var sum float32
+	for j := range s {
+		s[j] = float32(math.Exp(float64(s[j] - m)))
+		sum += s[j]
+	}
+	for j := range s {
+		s[j] /= sum
+	}
 }
 
 // convMixer is the gated short convolution of layer l over the rows x,
@@ -521,13 +582,30 @@ func addRows(a, b [][]float32) {
 
 // rope rotates one head x in place for position pos, rotate_half style:
 // x[i] and x[i+d/2] turn by pos·theta^(−2i/d).
-func rope(x []float32, pos int, theta float64) {
+func rope(x []float32, pos int, theta float64) { turnHalves(x, pos, theta, -1) }
+
+// RoPESignBug is RoPE with the sign error of the LFM2 development log: the
+// first half's sine term is added, not subtracted,
+//
+//	x'[i]       = x[i]·cos + x[i+d/2]·sin   (RoPE: x[i]·cos − x[i+d/2]·sin)
+//	x'[i+d/2]   = x[i+d/2]·cos + x[i]·sin   (as in RoPE)
+//
+// so each pair goes through [[cos, sin], [sin, cos]], which is no rotation:
+// it changes the head's length, and q·k no longer depends on the distance
+// between the positions alone. At position 0 (sin = 0) it is the identity,
+// like RoPE. Pass it to ForwardRotating to see what it does.
+func RoPESignBug(x []float32, pos int, theta float64) { turnHalves(x, pos, theta, +1) }
+
+// turnHalves maps each pair (x[i], x[i+d/2]) to (x[i]·cos + firstSign·x[i+d/2]·sin,
+// x[i+d/2]·cos + x[i]·sin), with the angle pos·theta^(−2i/d): a rotation
+// for firstSign −1.
+func turnHalves(x []float32, pos int, theta float64, firstSign float32) {
 	half := len(x) / 2
 	for i := range half {
 		invFreq := float32(1 / math.Pow(theta, float64(2*i)/float64(len(x))))
 		ang := float64(float32(pos) * invFreq)
 		cos, sin := float32(math.Cos(ang)), float32(math.Sin(ang))
 		x1, x2 := x[i], x[i+half]
-		x[i], x[i+half] = x1*cos-x2*sin, x2*cos+x1*sin
+		x[i], x[i+half] = x1*cos+firstSign*x2*sin, x2*cos+x1*sin
 	}
 }

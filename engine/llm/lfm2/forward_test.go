@@ -105,6 +105,93 @@ func TestRoPE(t *testing.T) {
 	}
 }
 
+// TestRoPESignBug: the bug's pair map is [[cos, sin], [sin, cos]]: the
+// identity at position 0, like RoPE; elsewhere it keeps the second half's
+// formula, adds the first half's sine term, and changes the head's length.
+func TestRoPESignBug(t *testing.T) {
+	x := []float32{0.3, -1.2, 0.7, 2.0, 1.5, -0.4, 0.9, 0.1}
+	bug := slices.Clone(x)
+	RoPESignBug(bug, 0, 1e4)
+	if !slices.Equal(bug, x) {
+		t.Errorf("RoPESignBug at 0 = %v, want %v", bug, x)
+	}
+	good := slices.Clone(x)
+	rope(good, 5, 1e4)
+	RoPESignBug(bug, 5, 1e4)
+	c, s := math.Cos(5), math.Sin(5) // pair 0 turns by 5 radians (inv_freq 1)
+	for _, tc := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"first half", float64(bug[0]), float64(x[0])*c + float64(x[4])*s},
+		{"second half, as RoPE", float64(bug[4]), float64(good[4])},
+	} {
+		if math.Abs(tc.got-tc.want) > 1e-5 {
+			t.Errorf("RoPESignBug at 5, %s: %g, want %g", tc.name, tc.got, tc.want)
+		}
+	}
+	norm := func(v []float32) (s float64) {
+		for _, a := range v {
+			s += float64(a) * float64(a)
+		}
+		return s
+	}
+	if math.Abs(norm(bug)-norm(x)) < 1e-3 {
+		t.Errorf("RoPESignBug at 5 keeps |x|² = %g: it should not be a rotation", norm(x))
+	}
+}
+
+// TestForwardRotating: Forward is ForwardRotating with LFM2's RoPE, bit for
+// bit; with RoPESignBug, the first position's logits are the same (no
+// rotation at position 0) and the others are not; a nil rotation is an error.
+func TestForwardRotating(t *testing.T) {
+	c, w := fwdModel(t)
+	prompt := []int{1, 17, 42, 3}
+	want, err := Forward(c, w, NewState(c), prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, _ := ForwardRotating(c, w, NewState(c), prompt, rope)
+	bug, err := ForwardRotating(c, w, NewState(c), prompt, RoPESignBug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range want {
+		if !slices.Equal(same[p], want[p]) {
+			t.Errorf("position %d: ForwardRotating with rope differs from Forward", p)
+		}
+		if equal := slices.Equal(bug[p], want[p]); equal != (p == 0) {
+			t.Errorf("position %d: logits with the sign bug equal Forward's: %v, want %v", p, equal, p == 0)
+		}
+	}
+	flat, err := LogitsRotating(c, w, [][]int{prompt}, RoPESignBug)
+	if err != nil || !slices.Equal(flat[len(flat)-c.Vocab:], bug[len(bug)-1]) {
+		t.Errorf("LogitsRotating differs from ForwardRotating (%v)", err)
+	}
+	if _, err := ForwardRotating(c, w, NewState(c), prompt, nil); err == nil || !strings.Contains(err.Error(), "needs a rotation") {
+		t.Errorf("nil rotation: %v", err)
+	}
+}
+
+// TestSoftmaxInPlace: the reference's softmax sums to 1, keeps the order,
+// and does not overflow where e^x would.
+func TestSoftmaxInPlace(t *testing.T) {
+	for _, s := range [][]float32{{1, 2, 3}, {1000, 999, 0}, {-5}} {
+		p := slices.Clone(s)
+		softmax(p)
+		var sum float64
+		for i, v := range p {
+			sum += float64(v)
+			if math.IsNaN(float64(v)) || i > 0 && (s[i] < s[i-1]) != (v < p[i-1]) {
+				t.Errorf("softmax(%v) = %v", s, p)
+			}
+		}
+		if math.Abs(sum-1) > 1e-6 {
+			t.Errorf("softmax(%v) sums to %g", s, sum)
+		}
+	}
+}
+
 func TestCausalConvShift(t *testing.T) {
 	seq := [][]float32{{0}, {0}} // empty history
 	for v := 1; v <= 5; v++ {

@@ -16,6 +16,14 @@
 
 #define WARPS 8
 
+// ROPE_SIGN_BUG=1 compiles in the sign error of the LFM2 development log,
+// for the lesson that shows a CPU reference catching it: the first half's
+// sine term is added, not subtracted (CUDAOptions.RoPESignBug; its twin in
+// the CPU reference is RoPESignBug in engine/llm/lfm2/forward.go).
+#ifndef ROPE_SIGN_BUG
+#define ROPE_SIGN_BUG 0
+#endif
+
 // qkv: [T, (NH + 2·NKV)·HEAD_DIM]; token t = b·S + s is sequence b0 + b at
 // position pos0 + s. rope: [max_seq][HEAD_DIM/2] (cos, sin).
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
@@ -52,7 +60,11 @@ qk_norm_rope(const float* __restrict__ qkv, int S, int NH, int NKV, int b0, int 
             int i = d < HALF ? d : d - HALF;
             float x1 = buf[warp][i], x2 = buf[warp][i + HALF];
             float2 c = cs[i];
+#if ROPE_SIGN_BUG
+            dst[d] = d < HALF ? x1 * c.x + x2 * c.y : x2 * c.x + x1 * c.y;  // the bug: + where RoPE has −
+#else
             dst[d] = d < HALF ? x1 * c.x - x2 * c.y : x2 * c.x + x1 * c.y;
+#endif
         }
         __syncwarp();  // the next head overwrites buf
     }

@@ -67,6 +67,51 @@ __device__ __forceinline__ Tile tile_at(const int* __restrict__ meta, int E, int
     return t;
 }
 
+// gate_up_unit: output row i of expert w13e ([2·IM][H]: w1 rows, then w3
+// rows) for grouped rows [row0, row0 + nrows), nrows 1..TILE, whose tokens
+// are perm[row]; writes act[row][i] = silu(w1_i·x)·(w3_i·x). One warp, all
+// lanes together.
+__device__ __forceinline__ void gate_up_unit(const elem* __restrict__ xn, int H, int IM, const elem* __restrict__ w13e,
+                                             const int* __restrict__ perm, int row0, int nrows, int i, int lane,
+                                             elem* __restrict__ act) {
+    const elem* x[TILE];
+#pragma unroll
+    for (int r = 0; r < TILE; ++r) x[r] = xn + (size_t)perm[row0 + min(r, nrows - 1)] * H;
+    const elem* w1 = w13e + (size_t)i * H;
+    const elem* w[2] = {w1, w1 + (size_t)IM * H};
+    float acc[2][TILE] = {};
+    rows_dot<2, TILE>(w, x, nrows, H, lane, acc);
+#pragma unroll
+    for (int r = 0; r < TILE; ++r) {
+        if (r >= nrows) break;
+        float g = warp_sum(acc[0][r]), up = warp_sum(acc[1][r]);
+        if (lane == r) put(act + (size_t)(row0 + r) * IM + i, silu_mul(g, up));
+    }
+}
+
+// down_unit: output rows [j0, j0 + DOWN_ROWS) (those below H) of expert w2e
+// ([H][IM]) for grouped rows [row0, row0 + nrows): y[row][j] = w2_j·act[row].
+__device__ __forceinline__ void down_unit(const elem* __restrict__ act, int H, int IM, const elem* __restrict__ w2e, int row0,
+                                          int nrows, int j0, int lane, float* __restrict__ y) {
+    const elem* x[TILE];
+#pragma unroll
+    for (int r = 0; r < TILE; ++r) x[r] = act + (size_t)(row0 + min(r, nrows - 1)) * IM;
+    const elem* w[DOWN_ROWS];
+#pragma unroll
+    for (int o = 0; o < DOWN_ROWS; ++o) w[o] = w2e + (size_t)min(j0 + o, H - 1) * IM;  // past H: read, not written
+    float acc[DOWN_ROWS][TILE] = {};
+    rows_dot<DOWN_ROWS, TILE>(w, x, nrows, IM, lane, acc);
+#pragma unroll
+    for (int r = 0; r < TILE; ++r) {
+        if (r >= nrows) break;
+#pragma unroll
+        for (int o = 0; o < DOWN_ROWS; ++o) {
+            float s = warp_sum(acc[o][r]);
+            if (lane == o * TILE + r && j0 + o < H) y[(size_t)(row0 + r) * H + j0 + o] = s;
+        }
+    }
+}
+
 // w13: [E][2·IM][H] (w1 rows, then w3 rows); perm: each grouped row's
 // token; act: [pairs, IM] in grouped row order.
 extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
@@ -77,19 +122,7 @@ moe_gate_up(const elem* __restrict__ xn, int H, int IM, const elem* __restrict__
     for (int u = blockIdx.x * WARPS + (threadIdx.x >> 5); u < units; u += warps) {
         int tile = u / IM, i = u - tile * IM;
         Tile t = tile_at(meta, E, tile, lane);
-        const elem* x[TILE];
-#pragma unroll
-        for (int r = 0; r < TILE; ++r) x[r] = xn + (size_t)perm[t.row0 + min(r, t.nrows - 1)] * H;
-        const elem* w1 = w13 + ((size_t)t.e * 2 * IM + i) * H;
-        const elem* w[2] = {w1, w1 + (size_t)IM * H};
-        float acc[2][TILE] = {};
-        rows_dot<2, TILE>(w, x, t.nrows, H, lane, acc);
-#pragma unroll
-        for (int r = 0; r < TILE; ++r) {
-            if (r >= t.nrows) break;
-            float g = warp_sum(acc[0][r]), up = warp_sum(acc[1][r]);
-            if (lane == r) put(act + (size_t)(t.row0 + r) * IM + i, silu_mul(g, up));
-        }
+        gate_up_unit(xn, H, IM, w13 + (size_t)t.e * 2 * IM * H, perm, t.row0, t.nrows, i, lane, act);
     }
 }
 
@@ -102,22 +135,6 @@ moe_down(const elem* __restrict__ act, int H, int IM, const elem* __restrict__ w
     for (int u = blockIdx.x * WARPS + (threadIdx.x >> 5); u < units; u += warps) {
         int tile = u / chunks, j0 = (u - tile * chunks) * DOWN_ROWS;
         Tile t = tile_at(meta, E, tile, lane);
-        const elem* x[TILE];
-#pragma unroll
-        for (int r = 0; r < TILE; ++r) x[r] = act + (size_t)(t.row0 + min(r, t.nrows - 1)) * IM;
-        const elem* w[DOWN_ROWS];
-#pragma unroll
-        for (int o = 0; o < DOWN_ROWS; ++o) w[o] = w2 + ((size_t)t.e * H + min(j0 + o, H - 1)) * IM;  // past H: read, not written
-        float acc[DOWN_ROWS][TILE] = {};
-        rows_dot<DOWN_ROWS, TILE>(w, x, t.nrows, IM, lane, acc);
-#pragma unroll
-        for (int r = 0; r < TILE; ++r) {
-            if (r >= t.nrows) break;
-#pragma unroll
-            for (int o = 0; o < DOWN_ROWS; ++o) {
-                float s = warp_sum(acc[o][r]);
-                if (lane == o * TILE + r && j0 + o < H) y[(size_t)(t.row0 + r) * H + j0 + o] = s;
-            }
-        }
+        down_unit(act, H, IM, w2 + (size_t)t.e * H * IM, t.row0, t.nrows, j0, lane, y);
     }
 }
