@@ -245,12 +245,7 @@ func hasWgmma(props cuda.Properties, c *Config, dtype string) bool {
 
 // compileKernels builds the lfm2 kernels for c's shapes and dtype on ctx.
 func compileKernels(ctx *cuda.Context, c *Config, o CUDAOptions) (*kernelSet, error) {
-	bf16 := 0
-	if o.DType == "bf16" {
-		bf16 = 1
-	}
-	opts := []string{fmt.Sprintf("-DLFM2_BF16=%d", bf16), fmt.Sprintf("-DHEAD_DIM=%d", c.HeadDim),
-		fmt.Sprintf("-DCONV_L=%d", c.ConvL), fmt.Sprintf("-DMOE_TILE=%d", moeTile)}
+	opts := append(elemOptions(o.DType), fmt.Sprintf("-DHEAD_DIM=%d", c.HeadDim), fmt.Sprintf("-DCONV_L=%d", c.ConvL))
 	if o.RoPESignBug { // read by 03_rope.cu alone
 		opts = append(opts, "-DROPE_SIGN_BUG=1")
 	}
@@ -283,18 +278,13 @@ func compileKernels(ctx *cuda.Context, c *Config, o CUDAOptions) (*kernelSet, er
 			[]**cuda.Function{&k.moeGateUpWgmma, &k.moeDownWgmma}, "--gpu-architecture=sm_90a"})
 	}
 	for _, f := range files {
-		name := "lfm2/" + f.file
-		src, err := kernels.CUDA(name)
-		if err != nil {
-			return nil, err
-		}
 		fileOpts := opts
 		if f.arch != "" {
 			fileOpts = append(slices.Clone(opts), f.arch)
 		}
-		mod, err := ctx.Compile(cuda.Source{Name: name + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers(), Options: fileOpts})
+		mod, err := compileFile(ctx, f.file, fileOpts)
 		if err != nil {
-			return nil, fmt.Errorf("lfm2: compile %s for %s: %w", name, ctx.ID(), err)
+			return nil, err
 		}
 		for i, n := range f.names {
 			if *f.dst[i], err = mod.Function(n); err != nil {
@@ -310,6 +300,30 @@ func compileKernels(ctx *cuda.Context, c *Config, o CUDAOptions) (*kernelSet, er
 		return nil, err
 	}
 	return k, nil
+}
+
+// elemOptions are the defines every kernel file reads: the element type
+// (LFM2_BF16) and the MoE token tile (MOE_TILE).
+func elemOptions(dtype string) []string {
+	bf16 := 0
+	if dtype == "bf16" {
+		bf16 = 1
+	}
+	return []string{fmt.Sprintf("-DLFM2_BF16=%d", bf16), fmt.Sprintf("-DMOE_TILE=%d", moeTile)}
+}
+
+// compileFile compiles kernels/cuda/lfm2/<file>.cu with opts.
+func compileFile(ctx *cuda.Context, file string, opts []string) (*cuda.Module, error) {
+	name := "lfm2/" + file
+	src, err := kernels.CUDA(name)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := ctx.Compile(cuda.Source{Name: name + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers(), Options: opts})
+	if err != nil {
+		return nil, fmt.Errorf("lfm2: compile %s for %s: %w", name, ctx.ID(), err)
+	}
+	return mod, nil
 }
 
 // persistentGrid is how many blocks of a persistent kernel fit on the GPU at

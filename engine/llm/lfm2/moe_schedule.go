@@ -26,7 +26,6 @@ import (
 	"gpulab/engine"
 	"gpulab/engine/bench"
 	"gpulab/engine/cuda"
-	"gpulab/kernels"
 )
 
 // The schedules, the variants of the moe-schedule suite.
@@ -269,22 +268,11 @@ func newMoEStep(ctx *cuda.Context, s moeShape, dtype string, seed uint64) (*moeS
 }
 
 // compileSchedules compiles steps 13 and 14 (one module: 14 includes 13,
-// which includes 08 for the units' geometry) with the options compileKernels
-// gives step 08 that these files read: the element type and the tile.
+// which includes 08 for the units) with the defines step 08 is compiled with.
 func (m *moeStep) compileSchedules() error {
-	const name = "lfm2/14_moe_queue"
-	src, err := kernels.CUDA(name)
+	mod, err := compileFile(m.ctx, "14_moe_queue", elemOptions(m.o.DType))
 	if err != nil {
 		return err
-	}
-	bf16 := 0
-	if m.o.DType == "bf16" {
-		bf16 = 1
-	}
-	mod, err := m.ctx.Compile(cuda.Source{Name: name + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers(),
-		Options: []string{fmt.Sprintf("-DLFM2_BF16=%d", bf16), fmt.Sprintf("-DMOE_TILE=%d", moeTile)}})
-	if err != nil {
-		return fmt.Errorf("lfm2: compile %s for %s: %w", name, m.ctx.ID(), err)
 	}
 	for _, f := range []struct {
 		name string
