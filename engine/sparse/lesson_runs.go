@@ -18,8 +18,8 @@ import (
 
 // SpMVLadder is the CUDA SpMV ladder in the spmv suite's variant names:
 // 01 scalar, 02 vector (lanes matched to the mean row length), 03 stream,
-// 04 vector with rows in flight.
-var SpMVLadder = []string{"spmv_scalar", "spmv_vector_adaptive", "spmv_stream", "spmv_vector_rows"}
+// 04 vector with rows in flight, 05 SELL-C-σ (a thread per row, coalesced by the layout).
+var SpMVLadder = []string{"spmv_scalar", "spmv_vector_adaptive", "spmv_stream", "spmv_vector_rows", "spmv_sell"}
 
 // LadderFigure draws each step's speedup over the baseline, one line per
 // matrix, the steps 1, 2, ... on the x axis and a logarithmic y axis (the

@@ -1,7 +1,8 @@
 // Package sparse is the lab's sparse-matrix engine: the COO, CSR and CSC
 // formats with conversions and validation, Matrix Market input and output,
-// generators, and the SpMV and SpGEMM ladders (CPU here; CUDA kernels under
-// kernels/cuda/sparse).
+// generators, and the SpMV and SpGEMM ladders: on the CPU, and on CUDA with
+// the kernels of kernels/cuda/sparse, one row of spmvSteps (spmv_cuda.go) or
+// spgemmSteps (spgemm_cuda_steps.go) per step.
 //
 // Indices are 0-based int32 (matrices up to 2^31-1 rows, columns and
 // entries); values are float32, as in the rest of the lab.

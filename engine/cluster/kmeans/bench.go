@@ -28,7 +28,7 @@ import (
 func init() {
 	bench.Register(bench.Suite{
 		Name: "kmeans",
-		Doc:  "Lloyd's k-means on Gaussian blobs: CPU reference; CUDA assignment ladder (naive, chunked, block per point, GEMM+argmin) and updates (atomic, sorted, fused, shared-memory); ms per iteration",
+		Doc:  "Lloyd's k-means on Gaussian blobs: CPU reference; the CUDA ladder of assignment and update kernels (kernels/cuda/kmeans/NN_*.cu); ms per iteration",
 		Sizes: func(dev engine.Info) []string {
 			if dev.Kind == engine.CUDA {
 				return []string{"blobs:n=1000000,d=1536,k=25,iters=10", "blobs:n=1000000,d=1536,k=25,iters=10,batch=131072"}

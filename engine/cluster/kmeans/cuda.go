@@ -8,22 +8,6 @@ import (
 	"gpulab/kernels"
 )
 
-// Variants are the GPU passes, each an assignment kernel and an update:
-//
-//	naive            01 thread per point            + 06 sorted update
-//	chunked          02 centers in shared chunks    + 06 sorted update
-//	block_per_point  03 block per point             + 06 sorted update
-//	gemm_atomic      04 GEMM with fused argmin      + 05 atomic update
-//	gemm_sorted      04 GEMM with fused argmin      + 06 sorted update
-//	fused            07 GEMM, argmin and partial sums in one kernel
-//	gemm_pipelined   08 GEMM with a cp.async pipeline + 09 shared-memory update
-//	tensor_3xtf32    10 the same on tensor cores (3xTF32) + 09 shared-memory update
-//
-// The first four compare assignments under one update; gemm_atomic,
-// gemm_sorted and fused compare updates under one assignment; the last two
-// pair the fastest update with the GEMM on FP32 lanes and on tensor cores.
-var Variants = []string{"naive", "chunked", "block_per_point", "gemm_atomic", "gemm_sorted", "fused", "gemm_pipelined", "tensor_3xtf32"}
-
 // GPUOptions configures FitCUDA.
 type GPUOptions struct {
 	Variant string // one of Variants (default "tensor_3xtf32")
@@ -156,6 +140,7 @@ type gpuPass struct {
 	data     Data
 	n, d, k  int
 	opt      GPUOptions
+	v        gpuVariant // opt.Variant's row of gpuVariants
 	stats    GPUStats
 	mods     map[string]*cuda.Module
 	bufs     []*cuda.Buffer
@@ -164,7 +149,7 @@ type gpuPass struct {
 	x        [2]*cuda.Buffer // X (resident: x[0] holds all of it) or the two batch buffers
 	centers  *cuda.Buffer
 	cn       *cuda.Buffer
-	xn       *cuda.Buffer // steps 08 and 10: |x|² of every point, computed once (resident) or per batch
+	xn       *cuda.Buffer // variants with norms: |x|² of every point, computed once (resident) or per batch
 	lab      *cuda.Buffer
 	dist     *cuda.Buffer
 	sums     *cuda.Buffer
@@ -192,21 +177,24 @@ func newGPUPass(ctx *cuda.Context, data Data, k int, opt GPUOptions) (p *gpuPass
 	if opt.TPB == 0 {
 		opt.TPB = 256
 	}
-	if !contains(Variants, opt.Variant) {
+	v, ok := variantNamed(opt.Variant)
+	if !ok {
 		return nil, fmt.Errorf("kmeans: unknown GPU variant %q (have %v)", opt.Variant, Variants)
 	}
 	if opt.TPB%32 != 0 || opt.TPB < 32 || opt.TPB > 1024 {
 		return nil, fmt.Errorf("kmeans: %d threads per block: want a multiple of 32 from 32 to 1024", opt.TPB)
 	}
-	if opt.Variant == "block_per_point" && d > 48*opt.TPB {
-		return nil, fmt.Errorf("kmeans: block_per_point keeps at most 48 dimensions per thread: D = %d needs TPB >= %d", d, (d+47)/48)
-	}
 	if opt.Batch < 0 {
 		return nil, fmt.Errorf("kmeans: batch of %d rows", opt.Batch)
 	}
-	q := &gpuPass{ctx: ctx, data: data, n: n, d: d, k: k, opt: opt, mods: map[string]*cuda.Module{}}
+	q := &gpuPass{ctx: ctx, data: data, n: n, d: d, k: k, opt: opt, v: v, mods: map[string]*cuda.Module{}}
 	p = q
 	p.stats.Variant = opt.Variant
+	if v.check != nil {
+		if err := v.check(p); err != nil {
+			return nil, err
+		}
+	}
 	defer func() {
 		if err != nil {
 			q.close()
@@ -217,45 +205,23 @@ func newGPUPass(ctx *cuda.Context, data Data, k int, opt GPUOptions) (p *gpuPass
 			return nil
 		}
 		var b *cuda.Buffer
-		if b, err = ctx.Alloc(max(bytes, 4)); err == nil {
-			p.bufs = append(p.bufs, b)
-			p.stats.DeviceBytes += b.Size()
-		}
+		b, err = p.alloc(bytes)
 		return b
 	}
 	kd := k * d
 	p.centers, p.cn, p.sums = alloc(4*kd), alloc(4*max(k, 32)), alloc(4*kd)
 	p.counts, p.inertia = alloc(4*k), alloc(8)
 	p.lab, p.dist = alloc(4*n), alloc(4*n)
-	switch opt.Variant {
-	case "gemm_pipelined", "tensor_3xtf32":
-		if 2*4*32*k > ctx.Properties().SharedPerBlockOptin {
-			return nil, fmt.Errorf("kmeans: %s keeps 2×K×32 floats in shared memory; K = %d is too large for %s (use gemm_sorted)", opt.Variant, k, ctx.ID())
-		}
+	if v.norms {
 		p.xn = alloc(4 * n)
-	case "gemm_atomic", "fused":
-	default:
-		p.order = alloc(4 * n)
-	}
-	for s := range 2 {
-		p.cursor[s], p.bcounts[s] = alloc(4*k), alloc(4*k)
-	}
-	if opt.Variant == "fused" {
-		f, ferr := p.function("07_fused", "assign_fused")
-		if ferr != nil {
-			return nil, ferr
-		}
-		perSM, ferr := f.MaxActiveBlocksPerSM(256, 4*k)
-		if ferr != nil {
-			return nil, ferr
-		}
-		p.blocks = max(1, perSM) * ctx.Properties().SMs
-		for s := range 2 {
-			p.partial[s] = alloc(4 * p.blocks * kd)
-		}
 	}
 	if err != nil {
 		return nil, err
+	}
+	if v.update.prepare != nil {
+		if err := v.update.prepare(p); err != nil {
+			return nil, err
+		}
 	}
 	// X: resident if it fits with room to spare, else streamed.
 	free, _, err := ctx.MemInfo()
@@ -309,15 +275,6 @@ func newGPUPass(ctx *cuda.Context, data Data, k int, opt GPUOptions) (p *gpuPass
 	return p, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // uploadResident copies X to the device in chunks.
 func (p *gpuPass) uploadResident() error {
 	buf := make([]float32, rowChunk*p.d)
@@ -331,6 +288,17 @@ func (p *gpuPass) uploadResident() error {
 		}
 	}
 	return nil
+}
+
+// alloc allocates device memory that close frees, counted in the stats.
+func (p *gpuPass) alloc(bytes int) (*cuda.Buffer, error) {
+	b, err := p.ctx.Alloc(max(bytes, 4))
+	if err != nil {
+		return nil, err
+	}
+	p.bufs = append(p.bufs, b)
+	p.stats.DeviceBytes += b.Size()
+	return b, nil
 }
 
 func (p *gpuPass) close() {
@@ -358,14 +326,8 @@ func (p *gpuPass) function(file, name string) (*cuda.Function, error) {
 			return nil, err
 		}
 		var opts []string
-		switch file { // specialized for this K and D
-		case "08_gemm_pipelined":
-			opts = []string{fmt.Sprintf("-DKT=%d", p.centerTile(4)/4)}
-		case "10_tensor_3xtf32":
-			opts = []string{fmt.Sprintf("-DNT=%d", p.centerTile(8)/8)}
-		}
-		if opts != nil {
-			opts = append(opts, fmt.Sprintf("-DVEC=%d", boolInt(p.d%4 == 0)), fmt.Sprintf("-DBK=%d", pipelineBK), fmt.Sprintf("-DSTAGES=%d", pipelineStages))
+		if file == p.v.assign && p.v.options != nil {
+			opts = p.v.options(p) // specialized for this K and D
 		}
 		mod, err = p.ctx.Compile(cuda.Source{Name: "kmeans/" + file + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers(), Options: opts})
 		if err != nil {
@@ -384,162 +346,69 @@ func (p *gpuPass) launch(file, name string, cfg cuda.LaunchConfig, args ...any) 
 	return f.Launch(cfg, args...)
 }
 
-// assignFile is the kernel file of the variant's assignment; it also has
-// common.cuh's kernels.
-func (p *gpuPass) assignFile() string {
-	switch p.opt.Variant {
-	case "naive":
-		return "01_naive"
-	case "chunked":
-		return "02_chunked"
-	case "block_per_point":
-		return "03_block_per_point"
-	case "fused":
-		return "07_fused"
-	case "gemm_pipelined":
-		return "08_gemm_pipelined"
-	case "tensor_3xtf32":
-		return "10_tensor_3xtf32"
-	}
-	return "04_gemm_argmin"
-}
-
-// centerTile is the center tile of steps 08 and 10: a multiple of unit, at
-// most 32, such that the fewest tiles cover K with the least padding. K = 25:
-// 28 centers for step 08 (unit 4), 32 for step 10 (unit 8).
-func (p *gpuPass) centerTile(unit int) int {
-	tiles := (p.k + 31) / 32
-	return unit * ((p.k + unit*tiles - 1) / (unit * tiles))
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// The tile pipeline of steps 08 and 10 (kernels/cuda/kmeans/pipeline.cuh):
-// 512 points per block, and stages of BK dimensions, each holding a row of
-// BK+4 floats for each point and center of the tile.
-const pipelineBM, pipelineBK, pipelineStages = 512, 32, 2
-
 // rowNorms computes |x|² of rows [start, start+m), held in x, into xn.
 func (p *gpuPass) rowNorms(x cuda.DevicePtr, start, m int, s *cuda.Stream) error {
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: (m + 7) / 8}, Block: cuda.Dim3{X: 256}, Stream: s}
-	return p.launch(p.assignFile(), "row_norms", cfg, x, m, p.d, at(p.xn, 4*start))
-}
-
-// updateAtomic launches step 05 on rows [start, start+m), held in x.
-func (p *gpuPass) updateAtomic(x cuda.DevicePtr, start, m int, s *cuda.Stream) error {
-	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: min(65535*4, (m*p.d+255)/256)}, Block: cuda.Dim3{X: 256}, Stream: s}
-	return p.launch("05_update_atomic", "update_atomic", cfg, x, at(p.lab, 4*start), m, p.d, p.sums)
-}
-
-// updateShared launches step 09: blocks of up to 256 dimensions (fewer
-// when K is large, so that the two K-row tables fit in 96 KiB; at least 32),
-// and rows split so that the grid is one wave of as many blocks per SM as
-// fit (at most 8).
-func (p *gpuPass) updateShared(x cuda.DevicePtr, start, m int, s *cuda.Stream) error {
-	d, k := p.d, p.k
-	threads := 256
-	for threads > 32 && 2*k*threads*4 > 96<<10 {
-		threads /= 2
-	}
-	smem := 2 * k * threads * 4 // the sums and the centers, K × threads each
-	gx := (d + threads - 1) / threads
-	perSM := min(8, p.ctx.Properties().SharedPerSM/(smem+1024))
-	gy := max(1, perSM*p.ctx.Properties().SMs/gx)
-	rows := ((m+gy-1)/gy + 7) / 8 * 8
-	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: (m + rows - 1) / rows}, Block: cuda.Dim3{X: threads}, SharedMem: smem, Stream: s}
-	return p.launch("09_update_shared", "update_shared", cfg, x, at(p.lab, 4*start), p.centers, m, d, k, rows, p.sums, p.inertia)
+	return p.launch(p.v.assign, "row_norms", cfg, x, m, p.d, at(p.xn, 4*start))
 }
 
 func at(b *cuda.Buffer, byteOffset int) cuda.DevicePtr { return b.Ptr() + cuda.DevicePtr(byteOffset) }
 
-// kc is how many whole centers fit in the shared memory of a block.
-func (p *gpuPass) kc() int {
-	return max(1, min(p.k, 32, p.ctx.Properties().SharedPerBlockOptin/(4*p.d)-1))
+// batch is rows [start, start+m) of X, held at x on the device, processed
+// on stream s (nil: the default stream, X resident) with the per-stream
+// buffers of index si; lab and dist are its labels and distances.
+type batch struct {
+	x         cuda.DevicePtr
+	start, m  int
+	s         *cuda.Stream
+	si        int
+	lab, dist cuda.DevicePtr
+}
+
+// grid is a launch of blocks (at least one) of threads on the batch's
+// stream.
+func (b batch) grid(blocks, threads, smem int) cuda.LaunchConfig {
+	return cuda.LaunchConfig{Grid: cuda.Dim3{X: max(1, blocks)}, Block: cuda.Dim3{X: threads}, SharedMem: smem, Stream: b.s}
 }
 
 // batchPass runs the assignment and the update's per-batch work for rows
 // [start, start+m) held in x, on stream s.
 func (p *gpuPass) batchPass(x cuda.DevicePtr, start, m int, s *cuda.Stream, si int) error {
-	d, k := p.d, p.k
-	lab, dist := at(p.lab, 4*start), at(p.dist, 4*start)
-	grid := func(blocks, threads, smem int) cuda.LaunchConfig {
-		return cuda.LaunchConfig{Grid: cuda.Dim3{X: max(1, blocks)}, Block: cuda.Dim3{X: threads}, SharedMem: smem, Stream: s}
-	}
-	tpb := p.opt.TPB
-	var err error
-	switch p.opt.Variant {
-	case "naive":
-		err = p.launch("01_naive", "assign_naive", grid((m+tpb-1)/tpb, tpb, 0), x, p.centers, m, d, k, lab, dist)
-	case "chunked":
-		err = p.launch("02_chunked", "assign_chunked", grid((m+tpb-1)/tpb, tpb, 4*p.kc()*d), x, p.centers, m, d, k, p.kc(), lab, dist)
-	case "block_per_point":
-		err = p.launch("03_block_per_point", "assign_block", grid(m, tpb, 4*p.kc()*d), x, p.centers, m, d, k, p.kc(), lab, dist)
-	case "gemm_atomic", "gemm_sorted":
-		err = p.launch("04_gemm_argmin", "assign_gemm", grid((m+255)/256, 256, 0), x, p.centers, p.cn, m, d, k, lab, dist)
-	case "fused":
-		err = p.launch("07_fused", "assign_fused", grid(min(p.blocks, (m+255)/256), 256, 4*k), x, p.centers, p.cn, m, d, k, lab, dist, p.partial[si])
-	case "gemm_pipelined", "tensor_3xtf32":
-		if !p.stats.Resident { // a new batch: its norms
-			if err := p.rowNorms(x, start, m, s); err != nil {
-				return err
-			}
+	b := batch{x: x, start: start, m: m, s: s, si: si, lab: at(p.lab, 4*start), dist: at(p.dist, 4*start)}
+	if p.v.norms && !p.stats.Resident { // a new batch: its norms
+		if err := p.rowNorms(x, start, m, s); err != nil {
+			return err
 		}
-		name, unit := "assign_pipelined", 4
-		if p.opt.Variant == "tensor_3xtf32" {
-			name, unit = "assign_3xtf32", 8
-		}
-		smem := pipelineStages * (pipelineBM + p.centerTile(unit)) * (pipelineBK + 4) * 4
-		err = p.launch(p.assignFile(), name, grid((m+pipelineBM-1)/pipelineBM, 256, smem), x, at(p.xn, 4*start), p.centers, p.cn, m, d, k, lab, dist)
 	}
-	if err != nil {
+	cfg, args := p.v.launch(p, b)
+	if err := p.launch(p.v.assign, p.v.kernel, cfg, args...); err != nil {
 		return err
 	}
-	if err := p.mark("assignment ("+p.assignFile()+")", s); err != nil {
+	if err := p.mark("assignment ("+p.v.assign+")", s); err != nil {
 		return err
 	}
 	// Counts and inertia (per batch for the sorted update's offsets).
 	counts := p.counts
-	if p.order != nil {
+	if p.v.update.sorted {
 		counts = p.bcounts[si]
 		if err := counts.Memset(0, s); err != nil {
 			return err
 		}
 	}
 	inertia := p.inertia.Ptr()
-	if p.xn != nil { // steps 08 and 10: the update measures the inertia exactly
+	if p.v.update.inertia { // the update measures the inertia exactly
 		inertia = 0
 	}
-	if err := p.launch(p.assignFile(), "inertia_and_counts", grid(min(1024, (m+255)/256), 256, 4*k), dist, lab, m, k, inertia, counts); err != nil {
+	if err := p.launch(p.v.assign, "inertia_and_counts", b.grid(min(1024, ceilDiv(m, 256)), 256, 4*p.k), b.dist, b.lab, m, p.k, inertia, counts); err != nil {
 		return err
 	}
 	if err := p.mark("counts and inertia", s); err != nil {
 		return err
 	}
-	switch p.opt.Variant {
-	case "gemm_atomic":
-		return p.updateAtomic(x, start, m, s)
-	case "fused":
+	if p.v.update.batch == nil {
 		return nil
-	case "gemm_pipelined", "tensor_3xtf32":
-		return p.updateShared(x, start, m, s)
 	}
-	// Sorted: offsets from the batch counts (and add them to the totals),
-	// scatter the batch's point indices, reduce the segments.
-	if err := p.launch("06_update_sorted", "batch_offsets", grid(1, 32, 0), p.bcounts[si], k, p.cursor[si], p.counts); err != nil {
-		return err
-	}
-	order := at(p.order, 4*start)
-	if err := p.launch("06_update_sorted", "order_by_label", grid((m+255)/256, 256, 0), lab, m, p.cursor[si], order); err != nil {
-		return err
-	}
-	cfg := grid((d+255)/256, 256, 0)
-	cfg.Grid.Y = (m + 1023) / 1024
-	return p.launch("06_update_sorted", "segment_sums", cfg, x, order, lab, m, d, p.sums)
+	return p.v.update.batch(p, b)
 }
 
 // mark ends a phase of a resident iteration (streams: no marks; their
@@ -591,7 +460,7 @@ func (p *gpuPass) assign(centers []float32) ([]float64, []int64, float64, error)
 			}
 		}
 	}
-	if err := p.launch(p.assignFile(), "center_norms", cuda.LaunchConfig{Grid: cuda.Dim3{X: max(k, 32)}, Block: cuda.Dim3{X: 256}}, p.centers, k, max(k, 32), d, p.cn); err != nil {
+	if err := p.launch(p.v.assign, "center_norms", cuda.LaunchConfig{Grid: cuda.Dim3{X: max(k, 32)}, Block: cuda.Dim3{X: 256}}, p.centers, k, max(k, 32), d, p.cn); err != nil {
 		return nil, nil, 0, err
 	}
 	if err := p.ctx.Synchronize(); err != nil {
@@ -610,14 +479,9 @@ func (p *gpuPass) assign(centers []float32) ([]float64, []int64, float64, error)
 	} else if err := p.stream(); err != nil {
 		return nil, nil, 0, err
 	}
-	if p.opt.Variant == "fused" {
-		for s := range 2 {
-			if err := p.launch("07_fused", "reduce_partials", cuda.Grid1D(k*d, 256), p.partial[s], p.blocks, k*d, p.sums); err != nil {
-				return nil, nil, 0, err
-			}
-			if p.stats.Resident {
-				break
-			}
+	if p.v.update.finish != nil {
+		if err := p.v.update.finish(p); err != nil {
+			return nil, nil, 0, err
 		}
 	}
 	if err := p.ctx.Synchronize(); err != nil {

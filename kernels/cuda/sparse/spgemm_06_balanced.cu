@@ -29,5 +29,5 @@
 // of the offsets in shared memory (galloping on from the lane's previous
 // entry: one load while the entry is the same).
 #define WINDOW_BALANCED
-#define SYMBOLIC_SPAN 16  // symbolicSpan in engine/sparse/gpu.go
+#define SYMBOLIC_SPAN 16  // symbolicSpan of its row in engine/sparse/spgemm_cuda_steps.go
 #include "sparse/spgemm_04_binned.cu"

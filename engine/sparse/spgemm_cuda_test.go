@@ -23,21 +23,6 @@ func gpuCases(t *testing.T) []struct {
 		}
 		return m
 	}
-	rect := func(rows, cols, perRow int, seed uint64) *CSR {
-		square := Uniform(max(rows, cols), perRow, seed)
-		coo := square.ToCOO()
-		out := &COO{Rows: rows, Cols: cols}
-		for k := range coo.Val {
-			if int(coo.Row[k]) < rows && int(coo.Col[k]) < cols && coo.Row[k]%7 != 3 { // every 7th row empty
-				out.Row, out.Col, out.Val = append(out.Row, coo.Row[k]), append(out.Col, coo.Col[k]), append(out.Val, coo.Val[k])
-			}
-		}
-		m, err := out.ToCSR()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
 	type pair = struct {
 		name string
 		a, b *CSR
@@ -47,7 +32,7 @@ func gpuCases(t *testing.T) []struct {
 		m := gen(spec)
 		out = append(out, pair{spec + " squared", m, m})
 	}
-	out = append(out, pair{"rectangular 300×517 · 517×211", rect(300, 517, 9, 1), rect(517, 211, 6, 2)})
+	out = append(out, pair{"rectangular 300×517 · 517×211", rectangular(t, 300, 517, 9, 1), rectangular(t, 517, 211, 6, 2)})
 	// 64 rows of 6400 products spread over a million columns: several
 	// windows of the windowed dense kernels, symbolic and numeric.
 	wide := &COO{Rows: 64, Cols: 1_000_003}
@@ -115,6 +100,25 @@ func TestGPUSpGEMM(t *testing.T) {
 		da.Free()
 		db.Free()
 	}
+}
+
+// rectangular is a rows×cols matrix of about perRow entries per row, every
+// 7th row empty.
+func rectangular(t *testing.T, rows, cols, perRow int, seed uint64) *CSR {
+	t.Helper()
+	square := Uniform(max(rows, cols), perRow, seed)
+	coo := square.ToCOO()
+	out := &COO{Rows: rows, Cols: cols}
+	for k := range coo.Val {
+		if int(coo.Row[k]) < rows && int(coo.Col[k]) < cols && coo.Row[k]%7 != 3 {
+			out.Row, out.Col, out.Val = append(out.Row, coo.Row[k]), append(out.Col, coo.Col[k]), append(out.Val, coo.Val[k])
+		}
+	}
+	m, err := out.ToCSR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // describeMismatch names the first row where two results differ.
