@@ -6,6 +6,8 @@
 //	cpu           the Go reference backend (engine/cpu)
 //	opencl:P:D    OpenCL platform P, device D (engine/opencl)
 //	cuda:N        CUDA device N (engine/cuda)
+//	all-gpus      every CUDA device of the host together ([AllGPUs]), for
+//	              work spread over several GPUs
 //
 // A missing driver is not an error: its family is simply absent, and
 // [Devices] says why.
@@ -319,6 +321,43 @@ func openCLContext(id string) (*opencl.Context, error) {
 		return nil, err
 	}
 	return opencl.NewContext(devs[di])
+}
+
+// AllGPUs is the id of every CUDA device of the host together: what
+// spreads its work over several GPUs takes it (lab lfm2's pipeline, the
+// kmedoids suite's gpus=N). OpenAllGPUs opens them.
+const AllGPUs = "all-gpus"
+
+// OpenAllGPUs opens every CUDA device of the host, cuda:0 first. A host
+// without one is an error that says so and why (no driver, or the driver
+// reports no device).
+func OpenAllGPUs() ([]*Device, error) {
+	infos, err := cudaInfos()
+	if err != nil {
+		return nil, fmt.Errorf("no CUDA device to open for %s (%w)", AllGPUs, err)
+	}
+	devs := make([]*Device, len(infos))
+	for i, info := range infos {
+		ctx, err := cuda.NewContext(i)
+		if err != nil {
+			return nil, fmt.Errorf("%s: open %s: %w", AllGPUs, info.ID, err)
+		}
+		devs[i] = &Device{Info: info, CUDA: ctx}
+	}
+	return devs, nil
+}
+
+// OpenDevices opens the devices that id names: every CUDA device of the
+// host for AllGPUs (OpenAllGPUs), else the one device of Open.
+func OpenDevices(id string) ([]*Device, error) {
+	if id == AllGPUs {
+		return OpenAllGPUs()
+	}
+	d, err := Open(id)
+	if err != nil {
+		return nil, err
+	}
+	return []*Device{d}, nil
 }
 
 // Close releases the device's OpenCL context. CUDA primary contexts live for

@@ -10,7 +10,6 @@ import (
 
 	"gpulab/engine"
 	"gpulab/engine/bench"
-	"gpulab/engine/cuda"
 )
 
 func benchCmd(args []string, stdout, stderr io.Writer) error {
@@ -60,21 +59,19 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	gpus := 0 // --device all-gpus: the kmedoids sizes get gpus=N
-	if *device == "all-gpus" {
-		if name != "kmedoids" {
-			return usageError{fmt.Errorf("--device all-gpus is for the kmedoids suite, not %s", name)}
-		}
-		if gpus, err = cuda.DeviceCount(); err != nil || gpus == 0 {
-			return usageError{fmt.Errorf("--device all-gpus: no CUDA device (%v)", err)}
-		}
-		*device = "cuda:0"
+	if *device == engine.AllGPUs && name != "kmedoids" {
+		return usageError{fmt.Errorf("--device %s is for the kmedoids suite, not %s", engine.AllGPUs, name)}
 	}
-	dev, err := engine.Open(*device)
+	devs, err := engine.OpenDevices(*device)
 	if err != nil {
-		return usageError{err}
+		return usageError{fmt.Errorf("--device %s: %w", *device, err)}
 	}
+	dev := devs[0] // with all-gpus, cuda:0 runs the suite and the sizes get gpus=N
 	defer dev.Close()
+	gpus := 0
+	if *device == engine.AllGPUs {
+		gpus = len(devs)
+	}
 	opt := bench.Options{Warmup: *warmup, MinReps: *minReps, MinTime: *minTime, Variants: bench.SplitList(*variants), Progress: os.Stderr}
 	sizeList := append(bench.SplitList(*sizes), bench.SplitList(*matrices)...)
 	switch {

@@ -5,19 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"gpulab/datasets"
 	"gpulab/engine"
 	"gpulab/engine/bench"
-	"gpulab/engine/cuda"
 	"gpulab/engine/llm/hub"
 	"gpulab/engine/llm/lfm2"
 	"gpulab/engine/llm/tokenizer"
@@ -51,208 +48,44 @@ Devices: cpu (the fp32 reference), cuda:N (the CUDA engine on GPU N) and all-gpu
 engine pipelined over every GPU, at most one per layer). --random needs a CUDA device.
 `
 
-// lfm2Engine is what the lfm2 commands need from a device: the CPU
-// reference (cpuLFM2) or the CUDA engine (*lfm2.CUDAModel).
-type lfm2Engine interface {
-	Config() *lfm2.Config
-	// Logits runs equal-length sequences from empty caches and returns
-	// float32 logits [batch, seq, vocab].
-	Logits(batch [][]int) ([]float32, error)
-	// Generate is lfm2.GenerateBatch on the device.
-	Generate(prompts [][]int, n int, s lfm2.Sampling, emit func(step int, toks []int) error) error
-	// BenchPrefill times the prefill of batch up to each sequence's first
-	// new token (a sample), the fastest of reps runs. The CUDA engine warms
-	// up first and adds a profile, operation by operation.
-	BenchPrefill(batch [][]int, reps int) (*lfm2.PrefillResult, error)
-	// BenchDecode times steps greedy tokens after batch random prompts of
-	// prompt tokens each (lfm2.RandomBatch with seed), all decoding together.
-	BenchDecode(batch, prompt, steps int, seed uint64) (*lfm2.DecodeResult, error)
-	// Close frees what the engine holds on its devices.
-	Close() error
-}
-
-var _ lfm2Engine = (*lfm2.CUDAModel)(nil) // the CUDA engine is one as it is
-
-// cpuLFM2 is the fp32 CPU reference.
-type cpuLFM2 struct {
-	c *lfm2.Config
-	w *lfm2.Weights
-}
-
-func (m cpuLFM2) Config() *lfm2.Config                    { return m.c }
-func (m cpuLFM2) Logits(batch [][]int) ([]float32, error) { return lfm2.Logits(m.c, m.w, batch) }
-func (m cpuLFM2) Generate(prompts [][]int, n int, s lfm2.Sampling, emit func(int, []int) error) error {
-	return lfm2.GenerateBatch(m.c, m.w, prompts, n, s, emit)
-}
-
-// Close has nothing to free: the weights are Go memory.
-func (m cpuLFM2) Close() error { return nil }
-
-// BenchPrefill times GenerateBatch of one token, host clock, no profile.
-func (m cpuLFM2) BenchPrefill(batch [][]int, reps int) (*lfm2.PrefillResult, error) {
-	var fastest time.Duration
-	for i := range max(reps, 1) {
-		start := time.Now()
-		if err := m.Generate(batch, 1, lfm2.Sampling{}, func(int, []int) error { return nil }); err != nil {
-			return nil, err
-		}
-		if d := time.Since(start); i == 0 || d < fastest {
-			fastest = d
-		}
+// lfm2Devices opens the devices of --device for an engine computing in
+// dtype: cpu, cuda:N or engine.AllGPUs. A device of another kind or a dtype
+// it cannot run is a usage error.
+func lfm2Devices(id, dtype string) ([]*engine.Device, error) {
+	kind, _, indexed := strings.Cut(id, ":")
+	if id == engine.AllGPUs {
+		kind, indexed = string(engine.CUDA), true
 	}
-	b, s := len(batch), len(batch[0]) // Generate has checked the batch
-	return &lfm2.PrefillResult{Batch: b, Seq: s, Seconds: fastest.Seconds(),
-		SamplesPerSec: perSecond(b, fastest), TokensPerSec: perSecond(b*s, fastest)}, nil
-}
-
-// BenchDecode times one greedy GenerateBatch from its first token on.
-func (m cpuLFM2) BenchDecode(batch, prompt, steps int, seed uint64) (*lfm2.DecodeResult, error) {
-	if steps < 1 {
-		return nil, fmt.Errorf("lfm2: decode benchmark of %d steps: want at least 1", steps)
+	if id != string(engine.CPU) && (kind != string(engine.CUDA) || !indexed) {
+		return nil, usageError{fmt.Errorf("--device %q: want cpu, cuda:N or %s", id, engine.AllGPUs)}
 	}
-	var start time.Time
-	err := m.Generate(lfm2.RandomBatch(m.c, batch, prompt, seed), steps+1, lfm2.Sampling{}, func(step int, _ []int) error {
-		if step == 0 {
-			start = time.Now()
-		}
-		return nil
-	})
+	if err := lfm2.CheckDType(engine.Kind(kind), dtype); err != nil {
+		return nil, usageError{fmt.Errorf("--dtype %s: %w", dtype, err)}
+	}
+	devs, err := engine.OpenDevices(id)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--device %s: %w", id, err)
 	}
-	took := time.Since(start)
-	return &lfm2.DecodeResult{Batch: batch, Prompt: prompt, Steps: steps, Seconds: took.Seconds(),
-		TokensPerSec: perSecond(batch*steps, took)}, nil
+	return devs, nil
 }
 
-// lfm2Size is what a command will run at most: sequences at once, and
-// positions of one sequence (prompt and new tokens together). The CUDA
-// engine sizes its caches and buffers by it. microTokens, when not zero, is
-// the CUDA engine's MaxTokens: the most tokens of one micro-batch, and moe
-// its MoE path (lfm2.CUDAOptions.MoE).
-type lfm2Size struct {
-	batch, seq, microTokens int
-	moe                     string
-}
-
-// openLFM2 loads the model in dir onto device in dtype, sized for size.
-func openLFM2(dir, device, dtype string, size lfm2Size) (lfm2Engine, error) {
-	if err := checkLFM2Device(device, dtype); err != nil {
-		return nil, err
-	}
-	c, err := lfm2.LoadConfig(dir)
+// openLFM2 loads the model in dir onto device in the options' dtype, sized
+// by them. It returns the devices too, which name the run.
+func openLFM2(dir, device string, o lfm2.CUDAOptions) (lfm2.Engine, []*engine.Device, error) {
+	devs, err := lfm2Devices(device, o.DType)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ck, err := lfm2.OpenCheckpoint(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer ck.Close() // both engines copy what they need
-	if device == "cpu" {
-		w, err := lfm2.LoadWeights(c, ck)
-		if err != nil {
-			return nil, err
-		}
-		return cpuLFM2{c, w}, nil
-	}
-	ctxs, err := lfm2Contexts(device, c)
-	if err != nil {
-		return nil, err
-	}
-	m, err := lfm2.NewPipeline(ctxs, c, ck, lfm2CUDAOptions(c, dtype, size)) // NewCUDA, for one context
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// openRandomLFM2 builds the preset architecture with seeded random weights
-// on the CUDA device, sized for size. On the CPU it says why not.
-func openRandomLFM2(preset string, seed uint64, device, dtype string, size lfm2Size) (lfm2Engine, error) {
-	c, err := lfm2.Preset(preset)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	if err := checkLFM2Device(device, dtype); err != nil {
-		return nil, err
-	}
-	if device == "cpu" {
-		var params int64
-		for _, p := range lfm2.Parts(c) {
-			params += p.Total
-		}
-		return nil, fmt.Errorf("--random %s has %.2f billion parameters (%.1f GB in float32): the CPU reference is for small checkpoints; run it on a CUDA device",
-			preset, float64(params)/1e9, float64(params)*4/1e9)
-	}
-	ctxs, err := lfm2Contexts(device, c)
-	if err != nil {
-		return nil, err
-	}
-	m, err := lfm2.RandomModelCUDA(ctxs, c, seed, lfm2CUDAOptions(c, dtype, size))
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// lfm2Contexts opens the CUDA device of cuda:N, or for all-gpus every CUDA
-// device of the host up to one per layer of c (a pipeline stage holds at
-// least one layer).
-func lfm2Contexts(device string, c *lfm2.Config) ([]*cuda.Context, error) {
-	if device != "all-gpus" {
-		dev, err := engine.Open(device)
-		if err != nil {
-			return nil, err
-		}
-		defer dev.Close() // CUDA contexts live on for the process
-		return []*cuda.Context{dev.CUDA}, nil
-	}
-	n, err := cuda.DeviceCount()
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("--device all-gpus: %w", err)
-	case n == 0:
-		return nil, fmt.Errorf("--device all-gpus: the driver reports no CUDA device")
-	}
-	ctxs := make([]*cuda.Context, min(n, c.Layers))
-	for i := range ctxs {
-		if ctxs[i], err = cuda.NewContext(i); err != nil {
-			return nil, fmt.Errorf("--device all-gpus: %w", err)
-		}
-	}
-	return ctxs, nil
-}
-
-// lfm2CUDAOptions sizes the CUDA engine for size. Positions past
-// max_position_embeddings are refused before they run, so the caches never
-// need more.
-func lfm2CUDAOptions(c *lfm2.Config, dtype string, size lfm2Size) lfm2.CUDAOptions {
-	return lfm2.CUDAOptions{DType: dtype, MaxBatch: size.batch, MaxSeq: min(size.seq, c.MaxPositions), MaxTokens: size.microTokens, MoE: size.moe}
+	m, err := lfm2.Open(dir, devs, o)
+	return m, devs, err
 }
 
 // closeLFM2 closes m when a command ends. If the command failed, its error
 // is the one reported.
-func closeLFM2(m lfm2Engine, err *error) {
+func closeLFM2(m lfm2.Engine, err *error) {
 	if cerr := m.Close(); *err == nil {
 		*err = cerr
 	}
-}
-
-// checkLFM2Device accepts the devices and dtypes the lfm2 commands know.
-func checkLFM2Device(device, dtype string) error {
-	switch dtype {
-	case "f32", "bf16":
-	default:
-		return usageError{fmt.Errorf("--dtype %q: want f32 or bf16", dtype)}
-	}
-	switch {
-	case device == "cpu" && dtype == "bf16":
-		return usageError{fmt.Errorf("--dtype bf16 is the GPU path; the CPU reference computes in f32")}
-	case device == "cpu" || device == "all-gpus" || strings.HasPrefix(device, "cuda:"):
-		return nil
-	}
-	return usageError{fmt.Errorf("--device %q: want cpu, cuda:N or all-gpus", device)}
 }
 
 func lfm2Cmd(args []string, stdout, stderr io.Writer) error {
@@ -341,7 +174,7 @@ func lfm2Run(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	m, err := openLFM2(*model, *device, *dtype, lfm2Size{batch: 1, seq: len(ids) + *maxNew})
+	m, _, err := openLFM2(*model, *device, lfm2.CUDAOptions{DType: *dtype, MaxBatch: 1, MaxSeq: len(ids) + *maxNew})
 	if err != nil {
 		return err
 	}
@@ -366,16 +199,8 @@ func lfm2Run(args []string, stdout, stderr io.Writer) (err error) {
 	decode := time.Since(start) - prefill
 	fmt.Fprintln(stdout, text.Flush())
 	fmt.Fprintf(stderr, "%s: prompt %d tokens in %v (%.1f tokens/s prefill); %d new tokens, decode %.1f tokens/s\n",
-		*device, len(ids), prefill.Round(time.Millisecond), float64(len(ids))/prefill.Seconds(), *maxNew, perSecond(*maxNew-1, decode))
+		*device, len(ids), prefill.Round(time.Millisecond), float64(len(ids))/prefill.Seconds(), *maxNew, lfm2.PerSecond(*maxNew-1, decode))
 	return nil
-}
-
-// perSecond is n / d in 1/s, 0 when nothing was timed.
-func perSecond(n int, d time.Duration) float64 {
-	if n <= 0 || d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
 }
 
 func lfm2Logits(args []string, stdout, stderr io.Writer) (err error) {
@@ -392,7 +217,7 @@ func lfm2Logits(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return usageError{err}
 	}
-	m, err := openLFM2(*model, *device, *dtype, lfm2Size{batch: len(batch), seq: len(batch[0])})
+	m, _, err := openLFM2(*model, *device, lfm2.CUDAOptions{DType: *dtype, MaxBatch: len(batch), MaxSeq: len(batch[0])})
 	if err != nil {
 		return err
 	}
@@ -468,103 +293,54 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	case !slices.Contains([]string{lfm2.MoEAuto, lfm2.MoEGrouped, lfm2.MoEWgmma, lfm2.MoEPersistent}, *moe):
 		return usageError{fmt.Errorf("--moe %q: want grouped, wgmma or persistent", *moe)}
 	}
-	size := lfm2Size{batch: *batchN, seq: *seq, microTokens: *microTokens, moe: *moe}
-	if *decodeN > 0 { // BenchDecode profiles one more step after the timed ones
-		size.batch, size.seq = max(*batchN, slices.Max(decodeAt)), *seq+*decodeN+1
-	}
-	var m lfm2Engine
+	spec := lfm2.BenchSpec{Batch: *batchN, Seq: *seq, Reps: *reps, Seed: *seed, DecodeSteps: *decodeN, DecodeBatches: decodeAt, CompareMoE: *compareMoE}
+	o := spec.Sized(lfm2.CUDAOptions{DType: *dtype, MaxTokens: *microTokens, MoE: *moe})
+	var m lfm2.Engine
+	var devs []*engine.Device
 	name := *model
 	if *random != "" {
+		c, err := lfm2.Preset(*random)
+		if err != nil {
+			return usageError{err}
+		}
 		name = fmt.Sprintf("random %s (seed %d)", *random, *seed)
-		m, err = openRandomLFM2(*random, *seed, *device, *dtype, size)
-	} else {
-		m, err = openLFM2(*model, *device, *dtype, size)
-	}
-	if err != nil {
+		if devs, err = lfm2Devices(*device, *dtype); err != nil {
+			return err
+		}
+		if m, err = lfm2.OpenRandom(c, *seed, devs, o); err != nil {
+			return fmt.Errorf("--random %s: %w", *random, err)
+		}
+	} else if m, devs, err = openLFM2(*model, *device, o); err != nil {
 		return err
 	}
 	defer closeLFM2(m, &err)
-	c := m.Config()
-	batch := lfm2.RandomBatch(c, *batchN, *seq, *seed)
-	if err := lfm2.CheckBatch(c, batch); err != nil {
-		return err
-	}
-	res := lfm2.BenchRecord{Commit: bench.Commit(), Device: *device, DType: *dtype, Model: name, Batch: *batchN, Seq: *seq, Reps: *reps, MicroTokens: *microTokens, MoEPath: *moe}
-	gpu, _ := m.(*lfm2.CUDAModel)
-	if gpu != nil {
-		for _, st := range gpu.Stages() {
-			res.Stages = append(res.Stages, st.String())
+	res := lfm2.BenchRecord{Device: *device, DeviceName: devs[0].Name, PeakGBps: devs[0].PeakGBps, DType: *dtype, Model: name,
+		Batch: *batchN, Seq: *seq, Reps: *reps, MicroTokens: *microTokens, MoEPath: *moe}
+	var failed error // a reference the logits do not match: reported after the run
+	err = lfm2.Bench(m, spec, &res, func(part string) error {
+		switch part {
+		case lfm2.PartPrefill:
+			if len(res.Stages) > 1 {
+				fmt.Fprintf(stdout, "pipeline: %s\n", strings.Join(res.Stages, "; "))
+			}
+			printPrefill(stdout, &res)
+			if *ref == "" && *out == "" {
+				return nil
+			}
+			var err error
+			failed, err = checkLogits(stdout, m, spec, &res, *ref, *out, *tol)
+			return err
+		case lfm2.PartMoE:
+			return lfm2.WriteMoEPaths(stdout, res.MoE)
+		case lfm2.PartDecode:
+			d := res.Decode[len(res.Decode)-1]
+			fmt.Fprintf(stdout, "decode at batch %d: %d greedy steps after %d-token prompts in %.1f ms (%.2f ms/step): %.1f tokens/s\n",
+				d.Batch, d.Steps, d.Prompt, d.MS, d.MS/float64(d.Steps), d.TokensPerSec)
 		}
-		if len(res.Stages) > 1 {
-			fmt.Fprintf(stdout, "pipeline: %s\n", strings.Join(res.Stages, "; "))
-		}
-	}
-	pr, err := m.BenchPrefill(batch, *reps)
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	res.PrefillMS, res.SamplesPerSec, res.TokensPerSec = 1e3*pr.Seconds, pr.SamplesPerSec, pr.TokensPerSec
-	fmt.Fprintf(stdout, "%s %s, %s: prefill of %d × %d tokens in %.1f ms (fastest of %d): %.2f samples/s, %.0f tokens/s\n",
-		*device, *dtype, name, *batchN, *seq, res.PrefillMS, *reps, res.SamplesPerSec, res.TokensPerSec)
-	if pr.Profile != nil {
-		res.PrefillOps, res.StageTimes = lfm2.OpTimes(pr.Profile), lfm2.StageTimes(pr.Profile)
-		fmt.Fprintf(stdout, "one more prefill, GPU time by operation (summed over layers, micro-batches, lanes and GPUs; wall %.1f ms):\n",
-			msOf(pr.Profile.Wall))
-		printOpTimes(stdout, res.PrefillOps)
-		if len(res.StageTimes) > 1 {
-			fmt.Fprintln(stdout, "the same prefill by stage (busy: at least one lane working):")
-			for _, st := range res.StageTimes {
-				fmt.Fprintf(stdout, "  stage %d, %s, %s: busy %.1f ms (%.0f%% of the wall), from %.1f to %.1f ms\n",
-					st.Stage, st.Device, st.Parts, st.BusyMS, 100*st.BusyMS/msOf(pr.Profile.Wall), st.FirstMS, st.LastMS)
-			}
-		}
-	}
-	var failed error
-	if *ref != "" || *out != "" {
-		logits, err := m.Logits(batch)
-		if err != nil {
-			return err
-		}
-		shape := []int{*batchN, *seq, c.Vocab}
-		if *out != "" {
-			if err := datasets.WriteNPYTensor(*out, logits, shape); err != nil {
-				return err
-			}
-		}
-		if *ref != "" {
-			if failed, err = validateLogits(&res, logits, *ref, shape, *tol); err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "validated %d/%d samples against %s (max |diff| %.3g, tolerance %g); top-1 agreement %.2f%%\n",
-				res.Validated, *batchN, *ref, res.MaxDiff, *tol, 100*res.Top1Agree)
-		}
-	}
-	if *compareMoE {
-		profiles, err := gpu.CompareMoE(batch)
-		if err != nil {
-			return err
-		}
-		for _, path := range gpu.MoEPaths() {
-			p := profiles[path]
-			res.MoE = append(res.MoE, lfm2.MoERecord{Path: path, WallMS: msOf(p.Wall), Ops: lfm2.OpTimes(p)})
-		}
-		printMoEPaths(stdout, res.MoE)
-	}
-	if *decodeN == 0 {
-		decodeAt = nil
-	}
-	for _, b := range decodeAt {
-		dr, err := m.BenchDecode(b, *seq, *decodeN, *seed)
-		if err != nil {
-			return err
-		}
-		rec := lfm2.DecodeRecord{Batch: b, Prompt: *seq, Steps: *decodeN, MS: 1e3 * dr.Seconds, TokensPerSec: dr.TokensPerSec}
-		if dr.StepProfile != nil {
-			rec.StepOps = lfm2.OpTimes(dr.StepProfile)
-		}
-		res.Decode = append(res.Decode, rec)
-		fmt.Fprintf(stdout, "decode at batch %d: %d greedy steps after %d-token prompts in %.1f ms (%.2f ms/step): %.1f tokens/s\n",
-			b, *decodeN, *seq, rec.MS, rec.MS/float64(*decodeN), rec.TokensPerSec)
 	}
 	if *jsonOut != "" {
 		if err := bench.WriteJSONValue(*jsonOut, res); err != nil {
@@ -572,6 +348,50 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		}
 	}
 	return failed
+}
+
+// printPrefill writes a run's prefill: its rate, and on CUDA its profile by
+// operation and, on a pipeline, by stage.
+func printPrefill(w io.Writer, res *lfm2.BenchRecord) {
+	fmt.Fprintf(w, "%s %s, %s: prefill of %d × %d tokens in %.1f ms (fastest of %d): %.2f samples/s, %.0f tokens/s\n",
+		res.Device, res.DType, res.Model, res.Batch, res.Seq, res.PrefillMS, res.Reps, res.SamplesPerSec, res.TokensPerSec)
+	if len(res.PrefillOps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "one more prefill, GPU time by operation (summed over layers, micro-batches, lanes and GPUs; wall %.1f ms):\n", res.ProfileWallMS)
+	lfm2.WriteOpTimes(w, res.PrefillOps)
+	if len(res.StageTimes) > 1 {
+		fmt.Fprintln(w, "the same prefill by stage (busy: at least one lane working):")
+		for _, st := range res.StageTimes {
+			fmt.Fprintf(w, "  stage %d, %s, %s: busy %.1f ms (%.0f%% of the wall), from %.1f to %.1f ms\n",
+				st.Stage, st.Device, st.Parts, st.BusyMS, 100*st.BusyMS/res.ProfileWallMS, st.FirstMS, st.LastMS)
+		}
+	}
+}
+
+// checkLogits computes the logits of the prefill's batch, writes them to
+// out and validates them against ref, where given. failed is a reference
+// they do not match; err a failure to check.
+func checkLogits(w io.Writer, m lfm2.Engine, spec lfm2.BenchSpec, res *lfm2.BenchRecord, ref, out string, tol float64) (failed, err error) {
+	logits, err := m.Logits(spec.Prompts(m.Config()))
+	if err != nil {
+		return nil, err
+	}
+	shape := []int{spec.Batch, spec.Seq, m.Config().Vocab}
+	if out != "" {
+		if err := datasets.WriteNPYTensor(out, logits, shape); err != nil {
+			return nil, err
+		}
+	}
+	if ref == "" {
+		return nil, nil
+	}
+	if failed, err = res.Validate(logits, ref, shape, tol); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "validated %d/%d samples against %s (max |diff| %.3g, tolerance %g); top-1 agreement %.2f%%\n",
+		res.Validated, spec.Batch, ref, res.MaxDiff, tol, 100*res.Top1Agree)
+	return failed, nil
 }
 
 // parseBatchSizes reads --decode-batch: positive sizes separated by commas.
@@ -585,113 +405,4 @@ func parseBatchSizes(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// printOpTimes writes a table of operations: calls, ms and share of the sum.
-func printOpTimes(w io.Writer, ops []lfm2.OpTime) {
-	total, names := 0.0, []string{"operation"}
-	for _, op := range ops {
-		total += op.MS
-		names = append(names, op.Name)
-	}
-	tw, name := numberTable(w, names)
-	fmt.Fprintf(tw, "%s\tcalls\tms\t%%\t\n", name("operation"))
-	for _, op := range ops {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.1f\t\n", name(op.Name), op.Calls, op.MS, 100*op.MS/max(total, 1e-12))
-	}
-	tw.Flush()
-}
-
-// numberTable is a table of numbers right-aligned after a column of names,
-// left-aligned: name pads a name to the longest of names.
-func numberTable(w io.Writer, names []string) (*tabwriter.Writer, func(string) string) {
-	width := 0
-	for _, n := range names {
-		width = max(width, len(n))
-	}
-	return tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight), func(n string) string { return fmt.Sprintf("  %-*s", width, n) }
-}
-
-// printMoEPaths writes the MoE paths' profiles side by side: each
-// operation's ms under each path (- where a path has no such operation),
-// then each prefill's wall time.
-func printMoEPaths(w io.Writer, paths []lfm2.MoERecord) {
-	var ops []string // in the first path's order (slowest first), then the others' new ones
-	ms := make([]map[string]float64, len(paths))
-	for i, p := range paths {
-		ms[i] = map[string]float64{}
-		for _, op := range p.Ops {
-			if !slices.Contains(ops, op.Name) {
-				ops = append(ops, op.Name)
-			}
-			ms[i][op.Name] = op.MS
-		}
-	}
-	fmt.Fprintln(w, "MoE paths, one prefill each, GPU ms by operation:")
-	tw, name := numberTable(w, append([]string{"operation", "wall"}, ops...))
-	fmt.Fprintf(tw, "%s\t", name("operation"))
-	for _, p := range paths {
-		fmt.Fprintf(tw, "%s\t", p.Path)
-	}
-	fmt.Fprintln(tw)
-	for _, op := range ops {
-		fmt.Fprintf(tw, "%s\t", name(op))
-		for i := range paths {
-			if t, ok := ms[i][op]; ok {
-				fmt.Fprintf(tw, "%.3f\t", t)
-			} else {
-				fmt.Fprint(tw, "-\t")
-			}
-		}
-		fmt.Fprintln(tw)
-	}
-	fmt.Fprintf(tw, "%s\t", name("wall"))
-	for _, p := range paths {
-		fmt.Fprintf(tw, "%.3f\t", p.WallMS)
-	}
-	fmt.Fprintln(tw)
-	tw.Flush()
-}
-
-// validateLogits compares logits with the reference file, of the given
-// shape, and fills res's validation fields. It returns a failure (not an
-// error of the command's use) if a sample is off by more than tol.
-func validateLogits(res *lfm2.BenchRecord, logits []float32, path string, shape []int, tol float64) (failed, err error) {
-	refData, refShape, err := datasets.ReadNPYTensor(path)
-	if err != nil {
-		return nil, err
-	}
-	if !slices.Equal(refShape, shape) {
-		return nil, fmt.Errorf("--ref %s has shape %v, want %v (the same --batch, --seq and model)", path, refShape, shape)
-	}
-	B, T, V := shape[0], shape[1], shape[2]
-	agree := 0
-	res.Tol = tol
-	for b := range B {
-		worst := 0.0
-		for t := range T {
-			row, refRow := logits[(b*T+t)*V:(b*T+t+1)*V], refData[(b*T+t)*V:(b*T+t+1)*V]
-			for i := range row {
-				d := math.Abs(float64(row[i] - refRow[i]))
-				if math.IsNaN(d) {
-					d = math.Inf(1)
-				}
-				worst = max(worst, d)
-			}
-			if lfm2.Argmax(row) == lfm2.Argmax(refRow) {
-				agree++
-			}
-		}
-		res.MaxDiff = max(res.MaxDiff, worst)
-		if worst <= tol {
-			res.Validated++
-		}
-	}
-	res.Top1Agree = float64(agree) / float64(B*T)
-	if res.Validated < B {
-		return fmt.Errorf("%d of %d samples differ from %s by more than %g (max %.3g)", B-res.Validated, B, path, tol, res.MaxDiff), nil
-	}
-	return nil, nil
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"gpulab/datasets"
+	"gpulab/engine/bench"
+	"gpulab/engine/cuda"
 	"gpulab/engine/cuda/cudatest"
 	"gpulab/engine/llm/hub/hubtest"
 	"gpulab/engine/llm/lfm2"
@@ -346,12 +348,12 @@ func TestLFM2CUDABench(t *testing.T) {
 // path has no such operation.
 func TestLFM2ProfileTables(t *testing.T) {
 	var b strings.Builder
-	printOpTimes(&b, []lfm2.OpTime{{Name: "expert w1|w3 gemms", Calls: 24, MS: 3}, {Name: "router", Calls: 8, MS: 1}})
+	lfm2.WriteOpTimes(&b, []lfm2.OpTime{{Name: "expert w1|w3 gemms", Calls: 24, MS: 3}, {Name: "router", Calls: 8, MS: 1}})
 	if !regexp.MustCompile(`expert w1\|w3 gemms +24 +3\.000 +75\.0\n +router +8 +1\.000 +25\.0\n$`).MatchString(b.String()) {
 		t.Errorf("operation table:\n%s", b.String())
 	}
 	b.Reset()
-	printMoEPaths(&b, []lfm2.MoERecord{
+	lfm2.WriteMoEPaths(&b, []lfm2.MoERecord{
 		{Path: "grouped", WallMS: 5, Ops: []lfm2.OpTime{{Name: "expert w1|w3 gemms", Calls: 24, MS: 3}, {Name: "router", Calls: 8, MS: 1}}},
 		{Path: "persistent", WallMS: 9, Ops: []lfm2.OpTime{{Name: "experts (persistent)", Calls: 8, MS: 7}, {Name: "router", Calls: 8, MS: 1.5}}},
 	})
@@ -360,5 +362,43 @@ func TestLFM2ProfileTables(t *testing.T) {
 		if !regexp.MustCompile(want).MatchString(b.String()) {
 			t.Errorf("MoE table lacks %s:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestBenchLFM2CPU: the lfm2 suite runs from lab bench on the CPU, its
+// cases pass their check, and its records are written as JSON.
+func TestBenchLFM2CPU(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "lfm2.json")
+	code, stdout, errs := lab("bench", "lfm2", "--device", "cpu", "--reps", "2", "--warmup", "1", "--min-time", "1ms", "--json", js)
+	if code != 0 || !strings.Contains(stdout, "lfm2 on cpu") {
+		t.Fatalf("exit %d: %s%s", code, stdout, errs)
+	}
+	recs, err := bench.ReadJSON(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var variants []string
+	for _, r := range recs {
+		variants = append(variants, r.Variant)
+		if !r.OK || r.Params["dtype"] != "f32" {
+			t.Errorf("%s: %+v", r.Variant, r)
+		}
+	}
+	if want := []string{"prefill", "decode_b1", "decode_b4"}; !slices.Equal(variants, want) {
+		t.Errorf("variants %q, want %q", variants, want)
+	}
+}
+
+// TestLFM2AllGPUsWithoutGPU: --device all-gpus on a host without a CUDA
+// device says so, for the lfm2 commands as for lab bench.
+func TestLFM2AllGPUsWithoutGPU(t *testing.T) {
+	if n, err := cuda.DeviceCount(); err == nil && n > 0 {
+		t.Skipf("%d CUDA devices here: all-gpus opens them", n)
+	}
+	dir, _, _, _ := lfm2TestModel(t)
+	out := filepath.Join(t.TempDir(), "l.npy")
+	code, _, errs := lab("lfm2", "logits", "--model", dir, "--ids", "1 2", "--out", out, "--device", "all-gpus")
+	if code != 1 || !strings.Contains(errs, "--device all-gpus: no CUDA device") {
+		t.Errorf("exit %d, stderr %q", code, errs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	_ "gpulab/engine/bandwidth"      // copy, vecadd, saxpy
 	_ "gpulab/engine/cluster/kmeans" // kmeans
 	_ "gpulab/engine/gemm"           // gemm
+	_ "gpulab/engine/llm/lfm2"       // lfm2
 	_ "gpulab/engine/sparse"         // spmv, spgemm
 	_ "gpulab/engine/sqfd"           // sqfd, kmedoids
 	_ "gpulab/engine/warps"          // the OpenCL-and-warps experiments

@@ -4,9 +4,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"gpulab/datasets"
 )
 
 func TestReadBenchRecord(t *testing.T) {
@@ -77,5 +80,81 @@ func TestStageTimes(t *testing.T) {
 	}
 	if StageTimes(nil) != nil {
 		t.Error("StageTimes(nil) is not nil")
+	}
+}
+
+// TestCommand: the command of each recorded run is the one docs/lfm2.md
+// gives for it.
+func TestCommand(t *testing.T) {
+	const bench8B = "lab lfm2 bench --random lfm2-8b-a1b --batch 1024 --seq 32"
+	for file, want := range map[string]string{
+		"h200-lfm2-bf16.json":             bench8B + " --device cuda:0 --dtype bf16 --decode 32 --decode-batch 1,64 --compare-moe",
+		"h200x2-lfm2-bf16.json":           bench8B + " --device all-gpus --dtype bf16",
+		"h200x4-lfm2-f32.json":            bench8B + " --device all-gpus --dtype f32",
+		"h200-lfm2-bf16-micro4096.json":   bench8B + " --device cuda:0 --dtype bf16 --micro-tokens 4096",
+		"h200x2-lfm2-bf16-micro2048.json": bench8B + " --device all-gpus --dtype bf16 --micro-tokens 2048",
+		"h100-lfm2-bf16.json":             bench8B + " --device cuda:0 --dtype bf16 --decode 32 --decode-batch 1,64",
+	} {
+		r, err := ReadBenchRecord(filepath.Join("..", "..", "..", "docs", "results", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Command(); got != want {
+			t.Errorf("%s: Command() = %q, want %q", file, got, want)
+		}
+	}
+	r := BenchRecord{Model: "datasets/testdata/lfm2/moe", Device: "cpu", DType: "f32", Batch: 3, Seq: 9, Reps: 1, Tol: 1e-4, MoEPath: MoEGrouped}
+	if got, want := r.Command(), "lab lfm2 bench --model datasets/testdata/lfm2/moe --batch 3 --seq 9 --device cpu --dtype f32 --reps 1 --moe grouped --ref REF.npy --tol 0.0001"; got != want {
+		t.Errorf("Command() = %q, want %q", got, want)
+	}
+	r = BenchRecord{Model: "random lfm2-8b-a1b (seed 7)", Device: "cuda:1", DType: "bf16", Batch: 8, Seq: 4, Reps: 3}
+	if got, want := r.Command(), "lab lfm2 bench --random lfm2-8b-a1b --seed 7 --batch 8 --seq 4 --device cuda:1 --dtype bf16"; got != want {
+		t.Errorf("Command() = %q, want %q", got, want)
+	}
+}
+
+// TestBenchRecordValidate: samples within the tolerance of the reference count as
+// validated; one off by more fails the run but is no error; a NaN is
+// infinitely off; a reference of another shape is an error.
+func TestBenchRecordValidate(t *testing.T) {
+	dir := t.TempDir()
+	shape := []int{2, 3, 4} // two samples of three positions over four tokens
+	ref := make([]float32, 24)
+	for i := range ref {
+		ref[i] = float32(i % 5)
+	}
+	path := filepath.Join(dir, "ref.npy")
+	if err := datasets.WriteNPYTensor(path, ref, shape); err != nil {
+		t.Fatal(err)
+	}
+	logits := slices.Clone(ref)
+	var r BenchRecord
+	if failed, err := r.Validate(logits, path, shape, 1e-4); failed != nil || err != nil || r.Validated != 2 || r.MaxDiff != 0 || r.Top1Agree != 1 || r.Tol != 1e-4 {
+		t.Errorf("identical logits: %v, %v, %+v", failed, err, r)
+	}
+	logits[13] += 0.5 // sample 1, position 0, token 1
+	failed, err := r.Validate(logits, path, shape, 1e-4)
+	if err != nil || failed == nil || !strings.Contains(failed.Error(), "1 of 2 samples") || r.Validated != 1 || math.Abs(r.MaxDiff-0.5) > 1e-6 {
+		t.Errorf("one sample off by 0.5: %v, %v, %+v", failed, err, r)
+	}
+	logits[13] = float32(math.NaN())
+	if failed, err := r.Validate(logits, path, shape, 1e-4); err != nil || failed == nil || !math.IsInf(r.MaxDiff, 1) {
+		t.Errorf("a NaN: %v, %v, max diff %v", failed, err, r.MaxDiff)
+	}
+	if _, err := r.Validate(logits, path, []int{1, 3, 8}, 1e-4); err == nil || !strings.Contains(err.Error(), "shape [2 3 4]") {
+		t.Errorf("another shape: %v", err)
+	}
+	if _, err := r.Validate(logits, filepath.Join(dir, "missing.npy"), shape, 1e-4); err == nil || !strings.Contains(err.Error(), "missing.npy") {
+		t.Errorf("a missing reference: %v", err)
+	}
+}
+
+func TestTimeline(t *testing.T) {
+	if Timeline(nil) != nil {
+		t.Error("Timeline(nil) is not nil")
+	}
+	got := Timeline(&Profile{Timeline: []Span{{Device: "cuda:1", Stage: 1, Lane: 0, MicroBatch: 3, Start: 1500 * time.Microsecond, End: 4 * time.Millisecond}}})
+	if want := (TimelineSpan{Stage: 1, Lane: 0, Device: "cuda:1", MicroBatch: 3, StartMS: 1.5, EndMS: 4}); len(got) != 1 || got[0] != want {
+		t.Errorf("Timeline = %+v, want %+v", got, want)
 	}
 }

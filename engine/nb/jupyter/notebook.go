@@ -277,3 +277,18 @@ func outputText(cellOutputs []map[string]any) string {
 	text := ansiColour.ReplaceAllString(b.String(), "")
 	return strings.TrimSpace(blankLines.ReplaceAllString(text, "\n"))
 }
+
+// A TextCell is a Markdown cell: its id (may be empty) and its source.
+type TextCell struct{ ID, Source string }
+
+// Markdown returns the notebook's Markdown cells in order.
+func (nb *Notebook) Markdown() []TextCell {
+	var out []TextCell
+	for _, cell := range nb.cells {
+		if cell["cell_type"] == "markdown" {
+			id, _ := cell["id"].(string)
+			out = append(out, TextCell{ID: id, Source: cellSource(cell)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,81 @@
+package lfm2
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"gpulab/engine"
+)
+
+// TestBenchCPU: Bench fills the record part by part on the CPU reference
+// (no profile, no stages), reporting each part as it is measured.
+func TestBenchCPU(t *testing.T) {
+	c, err := ParseConfig([]byte(fixtureConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := OpenRandom(c, 1, []*engine.Device{cpuDevice}, CUDAOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := BenchSpec{Batch: 3, Seq: 4, Reps: 2, Seed: 5, DecodeSteps: 3, DecodeBatches: []int{1, 2}}
+	rec := BenchRecord{Device: "cpu", Model: "fixture shape", Batch: 3, Seq: 4}
+	var parts []string
+	err = Bench(m, spec, &rec, func(part string) error {
+		parts = append(parts, part)
+		if part == PartDecode && rec.Decode[len(rec.Decode)-1].Batch != spec.DecodeBatches[len(rec.Decode)-1] {
+			t.Errorf("decode reported with %+v last", rec.Decode)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{PartPrefill, PartDecode, PartDecode}; !slices.Equal(parts, want) {
+		t.Errorf("parts reported %q, want %q", parts, want)
+	}
+	if rec.Commit == "" || rec.Date == "" || rec.PrefillMS <= 0 || !sameRate(rec.SamplesPerSec, 3/(rec.PrefillMS/1e3)) ||
+		rec.PrefillOps != nil || rec.Stages != nil || len(rec.Decode) != 2 {
+		t.Errorf("record %+v", rec)
+	}
+	for i, d := range rec.Decode {
+		if d.Batch != spec.DecodeBatches[i] || d.Prompt != 4 || d.Steps != 3 || d.MS <= 0 || !sameRate(d.TokensPerSec, float64(3*d.Batch)/(d.MS/1e3)) {
+			t.Errorf("decode %d: %+v", i, d)
+		}
+	}
+
+	stop := errors.New("stop here")
+	rec = BenchRecord{}
+	if err := Bench(m, spec, &rec, func(string) error { return stop }); !errors.Is(err, stop) || rec.Decode != nil {
+		t.Errorf("a report's error: Bench = %v with decode %+v, want it to stop after the prefill", err, rec.Decode)
+	}
+	spec.CompareMoE = true
+	if err := Bench(m, spec, &rec, nil); err == nil || !strings.Contains(err.Error(), "CUDA engine") {
+		t.Errorf("comparing the MoE paths on the CPU: %v", err)
+	}
+	for _, bad := range []BenchSpec{{Batch: 0, Seq: 4, Reps: 1}, {Batch: 1, Seq: 4, Reps: 0}, {Batch: 1, Seq: 4, Reps: 1, DecodeSteps: 2, DecodeBatches: []int{0}}} {
+		if err := Bench(m, bad, &rec, nil); err == nil {
+			t.Errorf("Bench(%+v) ran", bad)
+		}
+	}
+}
+
+// TestBenchSpecSized: an engine is sized for the prefill, and for decode
+// at the largest batch with one more position for the profiled step.
+func TestBenchSpecSized(t *testing.T) {
+	for _, tc := range []struct {
+		spec       BenchSpec
+		batch, seq int
+	}{
+		{BenchSpec{Batch: 1024, Seq: 32}, 1024, 32},
+		{BenchSpec{Batch: 1024, Seq: 32, DecodeBatches: []int{1, 64}}, 1024, 32}, // no steps: no decode
+		{BenchSpec{Batch: 16, Seq: 32, DecodeSteps: 8, DecodeBatches: []int{1, 64}}, 64, 41},
+	} {
+		o := tc.spec.Sized(CUDAOptions{DType: BF16, MaxTokens: 4096, MoE: MoEGrouped})
+		if o.MaxBatch != tc.batch || o.MaxSeq != tc.seq || o.DType != BF16 || o.MaxTokens != 4096 || o.MoE != MoEGrouped {
+			t.Errorf("%+v: sized %+v, want batch %d, seq %d and the other options kept", tc.spec, o, tc.batch, tc.seq)
+		}
+	}
+}
