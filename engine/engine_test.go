@@ -90,3 +90,28 @@ func TestCPUPeaksKept(t *testing.T) {
 		t.Errorf("used another CPU's figure: %+v", p)
 	}
 }
+
+// TestOpenDevices: an id opens its one device; all-gpus opens every CUDA
+// device, or says why there is none.
+func TestOpenDevices(t *testing.T) {
+	devs, err := OpenDevices("cpu")
+	if err != nil || len(devs) != 1 || devs[0].Info.ID != "cpu" {
+		t.Fatalf("OpenDevices(cpu) = %v, %v; want the CPU alone", devs, err)
+	}
+	if _, err := OpenDevices("cuda:99"); err == nil {
+		t.Errorf("OpenDevices(cuda:99): want an error")
+	}
+	all, err := OpenDevices(AllGPUs)
+	cudaIDs := 0
+	for _, id := range IDs() {
+		if strings.HasPrefix(id, "cuda:") {
+			cudaIDs++
+		}
+	}
+	switch {
+	case cudaIDs == 0 && (err == nil || !strings.Contains(err.Error(), "no CUDA device to open for all-gpus")):
+		t.Errorf("OpenDevices(all-gpus) without a GPU = %v, %v; want an error saying there is none", all, err)
+	case cudaIDs > 0 && (err != nil || len(all) != cudaIDs || all[0].Info.ID != "cuda:0"):
+		t.Errorf("OpenDevices(all-gpus) = %d devices, %v; want the %d CUDA devices, cuda:0 first", len(all), err, cudaIDs)
+	}
+}

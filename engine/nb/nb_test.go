@@ -73,7 +73,7 @@ func TestRootPath(t *testing.T) {
 // but nb and bench (GoNB drops the imports a cell does not use), and must
 // still find every suite by name.
 func TestSuitesRegistered(t *testing.T) {
-	for _, name := range []string{"copy", "gemm", "kmeans", "kmedoids", "spgemm", "spmv", "sqfd", "wgsize"} {
+	for _, name := range []string{"copy", "gemm", "kmeans", "kmedoids", "lfm2", "moe-schedule", "spgemm", "spmv", "sqfd", "wgsize"} {
 		if _, err := bench.Lookup(name); err != nil {
 			t.Error(err)
 		}
