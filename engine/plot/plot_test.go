@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"image"
+	"image/color"
 	"image/png"
 	"math"
 	"os"
@@ -764,4 +766,95 @@ func TestWrapTitle(t *testing.T) {
 			t.Errorf("wrapTitle(%q, %d) = %q, want %q", tc.title, tc.max, got, tc.want)
 		}
 	}
+}
+
+// TestScatterPointsPlaceTheLegend: the points of a scatter plot count as
+// data for the legend, as lines do: with points all over the plot there is
+// no free corner.
+func TestScatterPointsPlaceTheLegend(t *testing.T) {
+	grid := Series{Name: "grid"}
+	for i := 0; i <= 40; i++ {
+		for j := 0; j <= 40; j++ {
+			grid.X, grid.Y = append(grid.X, float64(i)/4), append(grid.Y, float64(j)/4)
+		}
+	}
+	f := Lines("points everywhere", "x", "y", grid, Series{Name: "b", X: []float64{5}, Y: []float64{4}}).Points()
+	c := draw.New(vgimg.New(400, 300))
+	p, _, leg, err := f.buildPlot(400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Draw(c)
+	leg.Plot(p.DataCanvas(c), p)
+	if !leg.coversData {
+		t.Error("the legend found a free corner among points in every corner")
+	}
+}
+
+// TestPaletted: a chart of few colours keeps them exactly; beyond 256, the
+// most frequent are exact and every other becomes the nearest kept one.
+func TestPaletted(t *testing.T) {
+	few := image.NewRGBA(image.Rect(0, 0, 20, 10))
+	for i := range few.Pix {
+		few.Pix[i] = uint8(i % 7 * 40)
+	}
+	pal := paletted(few)
+	for y := 0; y < 10; y++ {
+		for x := 0; x < 20; x++ {
+			if got, want := color.RGBAModel.Convert(pal.At(x, y)), few.RGBAAt(x, y); got != want {
+				t.Fatalf("(%d, %d) = %v, want %v", x, y, got, want)
+			}
+		}
+	}
+
+	many := image.NewRGBA(image.Rect(0, 0, 300, 10)) // 300 greys, grey 0 in most pixels
+	for x := 0; x < 300; x++ {
+		for y := 0; y < 10; y++ {
+			g := uint8(0)
+			if y == 0 {
+				g = uint8(x * 255 / 299)
+			}
+			many.SetRGBA(x, y, color.RGBA{g, g, g, 255})
+		}
+	}
+	pal = paletted(many)
+	if len(pal.Palette) != 256 {
+		t.Fatalf("%d colours, want 256", len(pal.Palette))
+	}
+	for x := 0; x < 300; x++ {
+		want := many.RGBAAt(x, 0)
+		got := color.RGBAModel.Convert(pal.At(x, 0)).(color.RGBA)
+		if d := int(got.R) - int(want.R); d < -1 || d > 1 {
+			t.Errorf("grey %d became %d: not the nearest kept grey", want.R, got.R)
+		}
+		if pal.At(x, 5) != pal.Palette[0] || pal.Palette[0] != (color.RGBA{0, 0, 0, 255}) {
+			t.Fatalf("the most frequent colour is not kept exactly")
+		}
+	}
+
+	rgba, err := sampleRoofline().PNG(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain bytes.Buffer
+	img, err := png.Decode(bytes.NewReader(rgba))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := png.Encode(&plain, paletteToRGBA(img)); err != nil {
+		t.Fatal(err)
+	}
+	if len(rgba)*2 > plain.Len() {
+		t.Errorf("a chart's PNG is %d bytes, against %d in full colour: want at most half", len(rgba), plain.Len())
+	}
+}
+
+func paletteToRGBA(img image.Image) *image.RGBA {
+	out := image.NewRGBA(img.Bounds())
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			out.Set(x, y, img.At(x, y))
+		}
+	}
+	return out
 }

@@ -7,6 +7,8 @@ import (
 	"image/color"
 	"image/png"
 	"math"
+	"slices"
+	"strings"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -80,7 +82,8 @@ func (f *Figure) PNG(widthPx, heightPx int) (out []byte, err error) {
 	}
 
 	var buf bytes.Buffer
-	if err := png.Encode(&buf, cnv.Image()); err != nil {
+	enc := png.Encoder{CompressionLevel: png.BestCompression}
+	if err := enc.Encode(&buf, paletted(cnv.Image())); err != nil {
 		return nil, fmt.Errorf("plot %s: encoding PNG: %w", f.name(), err)
 	}
 	return buf.Bytes(), nil
@@ -150,7 +153,7 @@ func (f *Figure) buildPlot(wPt vg.Length) (p *gplot.Plot, padLeft vg.Length, leg
 
 func (f *Figure) newPlot() *gplot.Plot {
 	p := gplot.New()
-	p.Title.Text = f.Title
+	p.Title.Text = strings.Join(wrapTitle(f.Title, pngTitleRunes), "\n")
 	p.Title.TextStyle.Font = font.From(boldFont, 14)
 	p.Title.TextStyle.Color = textColor
 	p.Title.Padding = 10
@@ -186,4 +189,53 @@ func (f *Figure) textStyle(p *gplot.Plot, size vg.Length, bold bool, c color.Col
 		fnt = boldFont
 	}
 	return text.Style{Color: c, Font: font.From(fnt, size), Handler: p.TextHandler}
+}
+
+// pngTitleRunes is the longest title line of a PNG; a longer title wraps at
+// spaces.
+const pngTitleRunes = 72
+
+// paletted converts a chart to at most 256 colours, which makes its PNG
+// several times smaller: a chart is mostly a few flat colours, plus the
+// blends that antialiasing puts at their edges. Up to 256 colours are kept
+// exactly; beyond that, the 256 most frequent are kept, and each rarer one
+// (an edge pixel) becomes the nearest of them.
+func paletted(img image.Image) *image.Paletted {
+	b := img.Bounds()
+	count := map[color.RGBA]int{}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			count[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	colors := make([]color.RGBA, 0, len(count))
+	for c := range count {
+		colors = append(colors, c)
+	}
+	slices.SortFunc(colors, func(a, b color.RGBA) int { // most frequent first; ties in a fixed order
+		if d := count[b] - count[a]; d != 0 {
+			return d
+		}
+		return int(packRGBA(a)) - int(packRGBA(b))
+	})
+	pal := make(color.Palette, 0, 256)
+	index := make(map[color.RGBA]uint8, len(colors))
+	for _, c := range colors[:min(len(colors), 256)] {
+		index[c] = uint8(len(pal))
+		pal = append(pal, c)
+	}
+	for _, c := range colors[len(pal):] {
+		index[c] = uint8(pal.Index(c))
+	}
+	out := image.NewPaletted(b, pal)
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			out.SetColorIndex(x, y, index[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)])
+		}
+	}
+	return out
+}
+
+func packRGBA(c color.RGBA) int64 {
+	return int64(c.R)<<24 | int64(c.G)<<16 | int64(c.B)<<8 | int64(c.A)
 }

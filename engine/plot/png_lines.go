@@ -100,8 +100,10 @@ func (l *linePlotter) Plot(c draw.Canvas, p *gplot.Plot) {
 		l.lay.addPolyline(pts)
 	}
 	if l.markers || len(pts) == 1 {
+		r := l.glyph.Radius * 1.25 // the largest glyph's half-width
 		for _, pt := range pts {
 			c.DrawGlyph(l.glyph, pt)
+			l.lay.add(vg.Rectangle{Min: vg.Point{X: pt.X - r, Y: pt.Y - r}, Max: vg.Point{X: pt.X + r, Y: pt.Y + r}})
 		}
 	}
 }
