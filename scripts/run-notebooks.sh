@@ -34,6 +34,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_go
 
 TIMEOUT="${NB_TIMEOUT:-900}"   # seconds per cell
+MAX_BYTES=$((2 * 1024 * 1024))  # an executed notebook, its charts in HTML and PNG, stays under 2 MB
 OUT_ROOT="$BUILD_DIR/notebooks"
 
 # Notebooks to run: arguments, or all of them in order.
@@ -87,8 +88,17 @@ for nb in "${notebooks[@]}"; do
     mkdir -p "$out_dir/.filled"
     "$LAB" exercise-fill "$nb" --out "$run_nb" >"$log_file" 2>&1 || run_nb=""
   fi
+  ok=0
   if [[ -n "$run_nb" ]] && "$LAB" nbrun "$run_nb" --out "$out_dir" --timeout "${TIMEOUT}s" \
       --log "$out_dir/$name.kernel.log" >>"$log_file" 2>&1; then
+    ok=1
+    size=$(stat -c %s "$out_dir/$name.ipynb")
+    if ((size > MAX_BYTES)); then
+      echo "FAIL the executed copy weighs $size bytes, over the $MAX_BYTES a notebook may" >>"$log_file"
+      ok=0
+    fi
+  fi
+  if ((ok)); then
     printf 'PASS %8s\n' "$(elapsed_since "$t0")"
     passed=$((passed + 1))
   else
