@@ -178,11 +178,23 @@ func (m *Module) Function(name string) (*Function, error) {
 		if cuFuncGetParamInfo == nil {
 			return nil
 		}
+		// Ask the count first where the driver can tell (CUDA 13): probing
+		// one parameter past the end would be an error, which
+		// compute-sanitizer reports at every launch.
+		n := uint64(math.MaxUint64)
+		if cuFuncGetParamCount != nil {
+			if err := check("cuFuncGetParamCount", cuFuncGetParamCount(f.h, &n)); err != nil {
+				return fmt.Errorf("kernel %q in %s: %w", name, m.Name, err)
+			}
+		}
 		f.params = []int{}
-		for i := uint64(0); ; i++ {
+		for i := uint64(0); i < n; i++ {
 			var off, size uint64
 			if cuFuncGetParamInfo(f.h, i, &off, &size) != 0 {
-				break
+				if cuFuncGetParamCount != nil {
+					return fmt.Errorf("kernel %q in %s: cuFuncGetParamInfo failed on parameter %d of %d", name, m.Name, i, n)
+				}
+				break // the end of the parameters, found by probing
 			}
 			f.params = append(f.params, int(size))
 		}
