@@ -4,13 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"gpulab/engine/atomicfile"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"unsafe"
+
+	"gpulab/engine/atomicfile"
 )
 
 // Source is a CUDA C++ translation unit for NVRTC.
