@@ -13,6 +13,8 @@
 #   .gpu/src/<package dir>/testdata   each package's testdata/; its binary runs in src/<package dir>
 #   .gpu/src/kernels/      a copy of kernels/, for tests that read kernel sources from disk
 #   .gpu/src/datasets/     the shipped data files (Matrix Market fixtures...), for tests that read them
+#   .gpu/src/docs/results/ the recorded runs, for tests that read them (bench records, lessons)
+#   .gpu/src/notebooks/    the lessons and exercises (no outputs), for tests that read them
 #
 # Everything is built with CGO_ENABLED=0 GOOS=linux GOARCH=amd64 (the GPU libraries are loaded at
 # run time through purego), stripped (-s -w) and -trimpath'd. The binaries share most of their bytes
@@ -73,10 +75,12 @@ if [[ -d datasets ]]; then
     mkdir -p "$BUNDLE/src/datasets/$(dirname "$f")" && cp "$f" "$BUNDLE/src/datasets/$f"
   done)
 fi
-if [[ -d kernels && -n "$(ls -A kernels)" ]]; then
-  mkdir -p "$BUNDLE/src/kernels"
-  cp -r kernels/. "$BUNDLE/src/kernels/"
-fi
+for dir in kernels docs/results notebooks; do
+  if [[ -d "$dir" && -n "$(ls -A "$dir")" ]]; then
+    mkdir -p "$BUNDLE/src/$dir"
+    cp -r "$dir/." "$BUNDLE/src/$dir/"
+  fi
+done
 
 if [[ -n "$(go list -e -f '{{.GoFiles}}' ./lab 2>/dev/null | tr -d '[]')" ]]; then
   printf '  %-40s ' "lab"

@@ -6,6 +6,13 @@
 #   .gpu/run.sh -test.run GEMM -test.bench . extra arguments go to every binary
 #   ONLY=engine-cuda .gpu/run.sh             only binaries whose name matches the regexp
 #   .gpu/run.sh --unpack-only [DIR]          just unpack lab, bwrap and tests/*.test into DIR (default .gpu)
+#   .gpu/run.sh --sanitize [ARGS...]         every binary's CUDA tests under compute-sanitizer (below)
+#
+# --sanitize runs each binary's tests whose names match SANITIZE_RUN (default: CUDA or GPU, any case)
+# under compute-sanitizer, once per tool in SANITIZE_TOOLS (default: memcheck with its leak check,
+# racecheck, synccheck, initcheck), and prints a line per binary and tool with the errors the tool
+# counted (its "ERROR SUMMARY", summed over the processes it followed). It exits non-zero if any tool
+# counted an error. With $OUT set, each run's report goes to $OUT/sanitize/<binary>.<tool>.log.
 #
 # It first unpacks bin.tar.xz into a temporary directory, removed at exit.
 # Each binary runs with -test.v -test.count=1 in its package's directory in the bundle (where its
@@ -43,6 +50,35 @@ chmod 755 "$BIN"
 if [[ -x "$BIN/bwrap" ]]; then export GPULAB_BWRAP="$BIN/bwrap"; fi
 
 gpu_setup
+
+if [[ "${1:-}" == --sanitize ]]; then
+  shift
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  [[ -x "$sanitizer" ]] || { echo "run.sh --sanitize: no compute-sanitizer on PATH or in /usr/local/cuda/bin" >&2; exit 1; }
+  read -r -a tools <<<"${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}"
+  logs="${OUT:-$BIN}/sanitize"
+  mkdir -p "$logs"
+  dirty=0
+  while read -r name rel <&3; do
+    [[ -n "$name" && "$name" =~ $ONLY ]] || continue
+    for tool in "${tools[@]}"; do
+      opts=(--tool "$tool")
+      [[ "$tool" == memcheck ]] && opts+=(--leak-check full)
+      log="$logs/$name.$tool.log"
+      t0=$(now)
+      (cd "$BUNDLE/src/$rel" && "$sanitizer" "${opts[@]}" "$BIN/tests/$name.test" -test.count=1 \
+        -test.run "${SANITIZE_RUN:-(?i)cuda|gpu}" "$@") </dev/null >"$log" 2>&1
+      rc=$?
+      errors=$(awk '/ERROR SUMMARY: [0-9]+ error/ { n += $4 } END { print n + 0 }' "$log")
+      state=ok
+      if ((errors > 0)); then state=ERRORS; dirty=1; fi
+      if ((rc != 0 && errors == 0)); then state="FAIL (exit $rc)"; dirty=1; fi
+      printf '%-8s %-10s %-40s %6d errors %8s\n' "$state" "$tool" "$name" "$errors" "$(elapsed_since "$t0")"
+      if [[ "$state" != ok ]]; then grep -m 20 '^=========' "$log" | sed 's/^/    /'; fi
+    done
+  done 3<"$BUNDLE/MANIFEST"
+  exit "$dirty"
+fi
 
 if [[ -n "${OUT:-}" ]]; then
   mkdir -p "$OUT"
