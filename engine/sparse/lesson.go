@@ -164,26 +164,12 @@ func (r recordSet) get(size, variant string) (bench.Record, bool) {
 	return rec, ok
 }
 
-// param returns a numeric parameter of a record (JSON turns ints into
-// float64s), 0 when it is missing.
-func param(rec bench.Record, name string) float64 {
-	switch v := rec.Params[name].(type) {
-	case int:
-		return float64(v)
-	case int64:
-		return float64(v)
-	case float64:
-		return v
-	}
-	return 0
-}
-
 // perRow is a record's parameter per row of its matrix (products per row,
 // entries per row), 0 when either is missing.
 func perRow(rec bench.Record, name string) float64 {
-	rows := param(rec, "rows")
+	rows := rec.Params.Float("rows")
 	if rows == 0 {
 		return 0
 	}
-	return param(rec, name) / rows
+	return rec.Params.Float(name) / rows
 }

@@ -134,7 +134,7 @@ func SpGEMMLadderMarkdown(recs []bench.Record) string {
 		for _, size := range r.sizes {
 			a, okA := r.get(size, GPUSteps[0])
 			c, okC := r.get(size, GPUSteps[1])
-			if okA && okC && param(c, "peak_bytes") < param(a, "peak_bytes") {
+			if okA && okC && c.Params.Float("peak_bytes") < a.Params.Float("peak_bytes") {
 				smaller++
 			}
 		}
@@ -209,7 +209,7 @@ func SpGEMMLadderMarkdown(recs []bench.Record) string {
 		cu, _ := r.get(size, "cusparse")
 		if best, ok := bestOf(r, size, GPUSteps); ok {
 			add("**Memory.** On %s, cuSPARSE peaked at %s of device memory, step %s at %s.",
-				Label(size), bytesText(param(cu, "peak_bytes")), best.Variant[:2], bytesText(param(best, "peak_bytes")))
+				Label(size), bytesText(cu.Params.Float("peak_bytes")), best.Variant[:2], bytesText(best.Params.Float("peak_bytes")))
 		}
 	}
 	// 05: ESC.
@@ -288,8 +288,8 @@ func largestPeak(r recordSet, variant string) (string, bool) {
 	var at string
 	peak := 0.0
 	for _, size := range r.sizes {
-		if rec, ok := r.get(size, variant); ok && param(rec, "peak_bytes") > peak {
-			at, peak = size, param(rec, "peak_bytes")
+		if rec, ok := r.get(size, variant); ok && rec.Params.Float("peak_bytes") > peak {
+			at, peak = size, rec.Params.Float("peak_bytes")
 		}
 	}
 	return at, peak > 0
@@ -302,8 +302,8 @@ func peakMemoryTable(r recordSet, variants []string) string {
 	for _, size := range r.sizes {
 		b.WriteString("| " + Label(size))
 		for _, v := range variants {
-			if rec, ok := r.get(size, v); ok && param(rec, "peak_bytes") > 0 {
-				fmt.Fprintf(&b, " | %.0f", param(rec, "peak_bytes")/(1<<20))
+			if rec, ok := r.get(size, v); ok && rec.Params.Float("peak_bytes") > 0 {
+				fmt.Fprintf(&b, " | %.0f", rec.Params.Float("peak_bytes")/(1<<20))
 			} else {
 				b.WriteString(" | -")
 			}

@@ -60,7 +60,7 @@ func SizeOnGPUs(size string, gpus int) string {
 
 // gpusOf is the number of GPUs a record ran on (1 without the parameter).
 func gpusOf(r bench.Record) int {
-	if g, ok := param(r, "gpus"); ok && g > 1 {
+	if g, ok := r.Params.Number("gpus"); ok && g > 1 {
 		return int(g)
 	}
 	return 1
@@ -171,10 +171,10 @@ func (m measured) work(v string) float64 { return m.by[v].GFLOPS * m.by[v].Media
 
 // size says what the records ran on.
 func (m measured) size() string {
-	n, _ := param(m.first, "n")
-	k, _ := param(m.first, "k")
-	lo, _ := param(m.first, "cmin")
-	hi, _ := param(m.first, "cmax")
+	n, _ := m.first.Params.Number("n")
+	k, _ := m.first.Params.Number("k")
+	lo, _ := m.first.Params.Number("cmin")
+	hi, _ := m.first.Params.Number("cmax")
 	return fmt.Sprintf("N = %d signatures of %d–%d centroids and K = %d", int(n), int(lo), int(hi), int(k))
 }
 
@@ -183,24 +183,10 @@ func (m measured) size() string {
 func (m measured) peakShare(v string) string {
 	r := m.by[v]
 	host := fmt.Sprintf("%.1f%% of the FP32 peak counted from the host (%.1f TFLOP/s of useful SQFD flops)", r.PctPeakGFLOPS, r.GFLOPS/1e3)
-	if k, ok := param(r, "kernel_pct_peak"); ok {
+	if k, ok := r.Params.Number("kernel_pct_peak"); ok {
 		return fmt.Sprintf("%.1f%% of the FP32 peak in its kernels alone (GPU events), %s", k, host)
 	}
 	return host
-}
-
-// param reads a numeric parameter of a record (ints when measured, float64
-// after a JSON round trip).
-func param(r bench.Record, key string) (float64, bool) {
-	switch v := r.Params[key].(type) {
-	case float64:
-		return v, true
-	case int:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	}
-	return 0, false
 }
 
 // CPUPassesMarkdown interprets the CPU reference's two passes: how much
@@ -211,8 +197,8 @@ func CPUPassesMarkdown(recs []bench.Record, format func(time.Duration) string) (
 	if err != nil {
 		return "", err
 	}
-	n, _ := param(m.first, "n")
-	k, _ := param(m.first, "k")
+	n, _ := m.first.Params.Number("n")
+	k, _ := m.first.Params.Number("k")
 	a, s := m.by[CPUAssignment], m.by[CPUScores]
 	md := fmt.Sprintf("On %s, with %s, the score pass took %s, %.1f× the assignment's %s. It did %.1f× the assignment's work: "+
 		"Σ|C|² distances against N·K. ", m.first.DeviceName, m.size(), m.took(CPUScores, format), m.ratio(CPUScores, CPUAssignment),
@@ -286,7 +272,7 @@ func MultiGPUMarkdown(recs []bench.Record, format func(time.Duration) string) (s
 	if err != nil {
 		return "", err
 	}
-	iters, _ := param(m.by[f], "iterations")
+	iters, _ := m.by[f].Params.Number("iterations")
 	fit := m.ratio(FitGPU, f)
 	md := fmt.Sprintf("On %d × %s, with %s: the assignment took %s against %s on one GPU (%.2f×), the scores %s against %s (%.2f×). "+
 		"A whole run took %s per iteration against %s on one GPU: %.2f×, %.0f%% of the ideal %d×. It stopped after %.0f iterations "+

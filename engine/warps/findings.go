@@ -165,7 +165,7 @@ type barrierPair struct {
 
 // costMS is the extra time per work-group barrier executed, in ms.
 func (p barrierPair) costMS() float64 {
-	return (p.bar.MedianMS - p.nobar.MedianMS) / Param(p.bar, "barriers")
+	return (p.bar.MedianMS - p.nobar.MedianMS) / p.bar.Params.Float("barriers")
 }
 
 // cost prints costMS, or says that the difference is within noise.
@@ -183,11 +183,11 @@ func (p barrierPair) cost() string {
 func barrierPairs(recs []bench.Record) []barrierPair {
 	var pairs []barrierPair
 	for _, r := range recs {
-		if r.Params["barrier"] != true || Param(r, "barriers") <= 0 {
+		if r.Params["barrier"] != true || r.Params.Float("barriers") <= 0 {
 			continue
 		}
 		if no, ok := variant(recs, strings.Replace(r.Variant, "bar_", "nobar_", 1)); ok {
-			pairs = append(pairs, barrierPair{int(Param(r, "local")), r, no})
+			pairs = append(pairs, barrierPair{int(r.Params.Float("local")), r, no})
 		}
 	}
 	slices.SortFunc(pairs, func(a, b barrierPair) int { return cmp.Compare(a.local, b.local) })
@@ -260,7 +260,7 @@ func judgeDivergence(recs []bench.Record) (finding, bool) {
 		against(al, u, "uniform"), against(ws, u, "uniform"))
 	random := kept(recs, func(r bench.Record) bool { return r.Params["pattern"] == "random" && r.Params["branch"] != "select" })
 	slices.SortFunc(random, func(a, b bench.Record) int {
-		return cmp.Compare(Param(a, "divergent_fraction"), Param(b, "divergent_fraction"))
+		return cmp.Compare(a.Params.Float("divergent_fraction"), b.Params.Float("divergent_fraction"))
 	})
 	var slowestRandom bench.Record
 	if len(random) > 0 {
@@ -270,8 +270,8 @@ func judgeDivergence(recs []bench.Record) (finding, bool) {
 	if len(random) >= 2 {
 		lo, hi := random[0], random[len(random)-1]
 		f.measured += fmt.Sprintf(" With lanes drawn at random, the time went from %s the uniform time when %s of the groups diverged (p = %g) to %s when %s did (p = %g).",
-			times(lo.MedianMS/u.MedianMS), share(Param(lo, "divergent_fraction")), Param(lo, "p"),
-			times(hi.MedianMS/u.MedianMS), share(Param(hi, "divergent_fraction")), Param(hi, "p"))
+			times(lo.MedianMS/u.MedianMS), share(lo.Params.Float("divergent_fraction")), lo.Params.Float("p"),
+			times(hi.MedianMS/u.MedianMS), share(hi.Params.Float("divergent_fraction")), hi.Params.Float("p"))
 	}
 	if bl, ok := variant(recs, "branchless"); ok {
 		f.measured += fmt.Sprintf(" branchless, which computes both chains and selects one, took %s.", against(bl, al, "alternate_lanes"))
@@ -283,7 +283,7 @@ func judgeDivergence(recs []bench.Record) (finding, bool) {
 		f.verdict, f.why = partly, "mixed lanes cost time, but so did branches that differ only between 32-lane groups."
 	case len(random) > 0 && slower(slowestRandom, u):
 		f.verdict, f.why = doesNotHold, fmt.Sprintf("alternate_lanes, whose lanes disagree in a regular pattern, cost nothing measurable, while random lanes did (p = %g took %s the uniform time): the cost follows how predictable the branch is, not whether 32-lane groups disagree.",
-			Param(slowestRandom, "p"), times(slowestRandom.MedianMS/u.MedianMS))
+			slowestRandom.Params.Float("p"), times(slowestRandom.MedianMS/u.MedianMS))
 	default:
 		f.verdict, f.why = doesNotHold, "lanes that disagree cost nothing measurable here."
 	}
@@ -345,15 +345,15 @@ func judgeWG32(recs []bench.Record) (finding, bool) {
 		if k.unit == "GFLOP/s" {
 			rate = best.GFLOPS
 		}
-		s := fmt.Sprintf("the %s was fastest in work-groups of %g (%s %s)", k.label, Param(best, "local"), sig3(rate), k.unit)
+		s := fmt.Sprintf("the %s was fastest in work-groups of %g (%s %s)", k.label, best.Params.Float("local"), sig3(rate), k.unit)
 		if best.Variant != r32.Variant {
-			s += fmt.Sprintf(", and groups of 32 took %s", against(r32, best, fmt.Sprintf("groups of %g", Param(best, "local"))))
+			s += fmt.Sprintf(", and groups of 32 took %s", against(r32, best, fmt.Sprintf("groups of %g", best.Params.Float("local"))))
 		}
 		parts = append(parts, s)
-		keys = append(keys, fmt.Sprintf("%s fastest at %g, 32 at %s its time", k.label, Param(best, "local"), times(r32.MedianMS/best.MedianMS)))
+		keys = append(keys, fmt.Sprintf("%s fastest at %g, 32 at %s its time", k.label, best.Params.Float("local"), times(r32.MedianMS/best.MedianMS)))
 		if Differ(r32, best) {
-			beaten = append(beaten, fmt.Sprintf("the %s ran fastest in groups of %g", k.label, Param(best, "local")))
-			largerWon = largerWon || Param(best, "local") > 32
+			beaten = append(beaten, fmt.Sprintf("the %s ran fastest in groups of %g", k.label, best.Params.Float("local")))
+			largerWon = largerWon || best.Params.Float("local") > 32
 		} else {
 			enough = append(enough, k.label)
 		}
@@ -469,14 +469,14 @@ func judgeOccupancy(recs []bench.Record) (finding, bool) {
 	}
 	// lowHigh returns one ACC's records at the lowest and the highest occupancy.
 	lowHigh := func(acc float64) (lo, hi bench.Record) {
-		rs := kept(recs, func(r bench.Record) bool { return Param(r, "acc") == acc && r.OK })
+		rs := kept(recs, func(r bench.Record) bool { return r.Params.Float("acc") == acc && r.OK })
 		slices.SortFunc(rs, func(a, b bench.Record) int {
-			return cmp.Or(cmp.Compare(Param(a, "occupancy"), Param(b, "occupancy")), cmp.Compare(Param(b, "smem"), Param(a, "smem")))
+			return cmp.Or(cmp.Compare(a.Params.Float("occupancy"), b.Params.Float("occupancy")), cmp.Compare(b.Params.Float("smem"), a.Params.Float("smem")))
 		})
 		return rs[0], rs[len(rs)-1]
 	}
 	describe := func(lo, hi bench.Record) string {
-		return fmt.Sprintf("%s GB/s at %s occupancy and %s GB/s at %s", sig3(lo.GBps), share(Param(lo, "occupancy")), sig3(hi.GBps), share(Param(hi, "occupancy")))
+		return fmt.Sprintf("%s GB/s at %s occupancy and %s GB/s at %s", sig3(lo.GBps), share(lo.Params.Float("occupancy")), sig3(hi.GBps), share(hi.Params.Float("occupancy")))
 	}
 	lo1, hi1 := lowHigh(accs[0])
 	accMax := accs[len(accs)-1]
@@ -505,18 +505,22 @@ func judgeLocalMemory(recs []bench.Record) (finding, bool) {
 	if len(accs) == 0 {
 		return finding{}, false
 	}
-	acc1 := kept(recs, func(r bench.Record) bool { return Param(r, "acc") == accs[0] && r.OK })
-	slices.SortStableFunc(acc1, func(a, b bench.Record) int { return cmp.Compare(Param(a, "local_mem"), Param(b, "local_mem")) })
+	acc1 := kept(recs, func(r bench.Record) bool { return r.Params.Float("acc") == accs[0] && r.OK })
+	slices.SortStableFunc(acc1, func(a, b bench.Record) int {
+		return cmp.Compare(a.Params.Float("local_mem"), b.Params.Float("local_mem"))
+	})
 	none, most := acc1[0], acc1[len(acc1)-1]
-	if Param(most, "local_mem") == Param(none, "local_mem") {
+	if most.Params.Float("local_mem") == none.Params.Float("local_mem") {
 		return finding{}, false
 	}
-	noLocal := kept(recs, func(r bench.Record) bool { return Param(r, "local_mem") == Param(none, "local_mem") && r.OK })
+	noLocal := kept(recs, func(r bench.Record) bool {
+		return r.Params.Float("local_mem") == none.Params.Float("local_mem") && r.OK
+	})
 	best := slices.MaxFunc(noLocal, func(a, b bench.Record) int { return cmp.Compare(a.GBps, b.GBps) })
 	f := finding{
 		measured: fmt.Sprintf("Reserving %g KiB of local memory per work-group took ACC=%g from %s GB/s to %s GB/s, %s. Without it, ACC=%g was fastest, at %s GB/s.",
-			Param(most, "local_mem")/1024, accs[0], sig3(none.GBps), sig3(most.GBps), against(most, none, "no reservation"), Param(best, "acc"), sig3(best.GBps)),
-		key: fmt.Sprintf("%g KiB of local memory: %s", Param(most, "local_mem")/1024, against(most, none, "none")),
+			most.Params.Float("local_mem")/1024, accs[0], sig3(none.GBps), sig3(most.GBps), against(most, none, "no reservation"), best.Params.Float("acc"), sig3(best.GBps)),
+		key: fmt.Sprintf("%g KiB of local memory: %s", most.Params.Float("local_mem")/1024, against(most, none, "none")),
 	}
 	switch {
 	case slower(most, none):
@@ -536,7 +540,7 @@ func judgeLocalMemory(recs []bench.Record) (finding, bool) {
 func distinct(recs []bench.Record, key string) []float64 {
 	var vs []float64
 	for _, r := range recs {
-		if v := Param(r, key); !slices.Contains(vs, v) {
+		if v := r.Params.Float(key); !slices.Contains(vs, v) {
 			vs = append(vs, v)
 		}
 	}
@@ -546,8 +550,8 @@ func distinct(recs []bench.Record, key string) []float64 {
 
 func judgeIntensity(recs []bench.Record) (finding, bool) {
 	rs := kept(recs, func(r bench.Record) bool { return r.OK })
-	slices.SortFunc(rs, func(a, b bench.Record) int { return cmp.Compare(Param(a, "f"), Param(b, "f")) })
-	if len(rs) < 3 || Param(rs[0], "f") != 1 {
+	slices.SortFunc(rs, func(a, b bench.Record) int { return cmp.Compare(a.Params.Float("f"), b.Params.Float("f")) })
+	if len(rs) < 3 || rs[0].Params.Float("f") != 1 {
 		return finding{}, false
 	}
 	base, last := rs[0], rs[len(rs)-1]
@@ -557,23 +561,23 @@ func judgeIntensity(recs []bench.Record) (finding, bool) {
 	}
 	f := finding{}
 	if flat > 0 {
-		f.measured = fmt.Sprintf("The time stayed within noise of F=1 (or below it) up to F=%g", Param(rs[flat], "f"))
+		f.measured = fmt.Sprintf("The time stayed within noise of F=1 (or below it) up to F=%g", rs[flat].Params.Float("f"))
 	} else {
-		f.measured = fmt.Sprintf("The time grew from the first added FMA: F=%g took %s", Param(rs[1], "f"), against(rs[1], base, "F=1"))
+		f.measured = fmt.Sprintf("The time grew from the first added FMA: F=%g took %s", rs[1].Params.Float("f"), against(rs[1], base, "F=1"))
 	}
-	f.measured += fmt.Sprintf("; F=%g took %s.", Param(last, "f"), against(last, base, "F=1"))
+	f.measured += fmt.Sprintf("; F=%g took %s.", last.Params.Float("f"), against(last, base, "F=1"))
 	peakGFLOPS, peakGBps := peaksOf(rs)
 	if peakGFLOPS > 0 && peakGBps > 0 {
 		ridge := peakGFLOPS / peakGBps
 		f.measured += fmt.Sprintf(" At F=%g the kernel ran at %s GFLOP/s, %s of the FP32 peak of %s GFLOP/s; this device's ridge point is at %s FLOP/byte, near F=%s.",
-			Param(last, "f"), sig3(last.GFLOPS), share(last.GFLOPS/peakGFLOPS), sig3(peakGFLOPS), sig3(ridge), sig3(4*ridge))
+			last.Params.Float("f"), sig3(last.GFLOPS), share(last.GFLOPS/peakGFLOPS), sig3(peakGFLOPS), sig3(ridge), sig3(4*ridge))
 	}
-	f.key = fmt.Sprintf("time grew from F=%g; F=%g at %s GFLOP/s", Param(rs[1], "f"), Param(last, "f"), sig3(last.GFLOPS))
+	f.key = fmt.Sprintf("time grew from F=%g; F=%g at %s GFLOP/s", rs[1].Params.Float("f"), last.Params.Float("f"), sig3(last.GFLOPS))
 	if flat > 0 {
-		f.key = fmt.Sprintf("time flat up to F=%g; F=%g at %s GFLOP/s", Param(rs[flat], "f"), Param(last, "f"), sig3(last.GFLOPS))
+		f.key = fmt.Sprintf("time flat up to F=%g; F=%g at %s GFLOP/s", rs[flat].Params.Float("f"), last.Params.Float("f"), sig3(last.GFLOPS))
 	}
 	if flat > 0 {
-		f.verdict, f.why = holds, fmt.Sprintf("up to F=%g the added FMAs were free: the kernel waited on memory, and only its bytes mattered.", Param(rs[flat], "f"))
+		f.verdict, f.why = holds, fmt.Sprintf("up to F=%g the added FMAs were free: the kernel waited on memory, and only its bytes mattered.", rs[flat].Params.Float("f"))
 	} else {
 		f.verdict, f.why = doesNotHold, "every added FMA cost time: the arithmetic, not memory, set the time from the start."
 	}
@@ -591,7 +595,7 @@ func judgeBanks(recs []bench.Record) (finding, bool) {
 	for _, w := range ways {
 		sum, n := 0.0, 0
 		for _, r := range recs {
-			if Param(r, "ways") == w {
+			if r.Params.Float("ways") == w {
 				sum, n = sum+r.MedianMS, n+1
 			}
 		}
@@ -599,7 +603,7 @@ func judgeBanks(recs []bench.Record) (finding, bool) {
 	}
 	var xs, ys []float64
 	for _, r := range recs {
-		xs, ys = append(xs, Param(r, "ways")), append(ys, r.MedianMS)
+		xs, ys = append(xs, r.Params.Float("ways")), append(ys, r.MedianMS)
 	}
 	rho := spearman(xs, ys)
 	f := finding{

@@ -100,20 +100,6 @@ func RecordedRuns(suite string) []RecordedRun {
 	return runs
 }
 
-// Param reads a numeric parameter of a record: an int when the record was
-// just measured, a float64 when it was read back from JSON; 0 when absent.
-func Param(r bench.Record, key string) float64 {
-	switch v := r.Params[key].(type) {
-	case int:
-		return float64(v)
-	case int64:
-		return float64(v)
-	case float64:
-		return v
-	}
-	return 0
-}
-
 // Series groups the passing records into one plot series per name, in the
 // order the names first appear, each with its points sorted by x so that
 // its line does not zigzag.
@@ -218,7 +204,7 @@ func deviceFigures(recs []bench.Record) []*plot.Figure {
 			}
 			return "no hint"
 		}
-		local := func(r bench.Record) float64 { return Param(r, "local") }
+		local := func(r bench.Record) float64 { return r.Params.Float("local") }
 		copies := kept(recs, func(r bench.Record) bool { return r.Params["kernel"] == "copy" })
 		fmas := kept(recs, func(r bench.Record) bool { return r.Params["kernel"] == "fma" })
 		return []*plot.Figure{
@@ -233,23 +219,23 @@ func deviceFigures(recs []bench.Record) []*plot.Figure {
 			return "without"
 		}
 		return []*plot.Figure{lines("barriers on "+id, "work-group size", "median ms",
-			Series(recs, barrier, func(r bench.Record) float64 { return Param(r, "local") }, ms)).LogX()}
+			Series(recs, barrier, func(r bench.Record) float64 { return r.Params.Float("local") }, ms)).LogX()}
 	case "occupancy":
 		gbps := func(r bench.Record) float64 { return r.GBps }
 		if _, cuda := recs[0].Params["occupancy"]; cuda {
 			return []*plot.Figure{lines("occupancy on "+id, "occupancy (resident threads / most an SM holds)", "GB/s",
-				Series(recs, func(r bench.Record) string { return fmt.Sprintf("ACC=%g", Param(r, "acc")) },
-					func(r bench.Record) float64 { return Param(r, "occupancy") }, gbps))}
+				Series(recs, func(r bench.Record) string { return fmt.Sprintf("ACC=%g", r.Params.Float("acc")) },
+					func(r bench.Record) float64 { return r.Params.Float("occupancy") }, gbps))}
 		}
 		return []*plot.Figure{lines("loads in flight on "+id, "ACC (independent loads per work-item)", "GB/s",
-			Series(recs, func(r bench.Record) string { return fmt.Sprintf("local %g KiB", Param(r, "local_mem")/1024) },
-				func(r bench.Record) float64 { return Param(r, "acc") }, gbps)).LogX()}
+			Series(recs, func(r bench.Record) string { return fmt.Sprintf("local %g KiB", r.Params.Float("local_mem")/1024) },
+				func(r bench.Record) float64 { return r.Params.Float("acc") }, gbps)).LogX()}
 	case "intensity":
 		return intensityFigures(recs)
 	case "banks":
 		return []*plot.Figure{lines("bank conflicts on "+id, "stride (words per row before padding)", "median ms",
-			Series(recs, func(r bench.Record) string { return fmt.Sprintf("pad %g", Param(r, "pad")) },
-				func(r bench.Record) float64 { return Param(r, "stride") }, ms)).LogX()}
+			Series(recs, func(r bench.Record) string { return fmt.Sprintf("pad %g", r.Params.Float("pad")) },
+				func(r bench.Record) float64 { return r.Params.Float("stride") }, ms)).LogX()}
 	}
 	return nil
 }
@@ -286,7 +272,7 @@ func divergenceBars(recs []bench.Record) *plot.Figure {
 	var labels []string
 	var ratios []float64
 	for _, r := range rs {
-		labels = append(labels, fmt.Sprintf("%s (%s)", r.Variant, share(Param(r, "divergent_fraction"))))
+		labels = append(labels, fmt.Sprintf("%s (%s)", r.Variant, share(r.Params.Float("divergent_fraction"))))
 		ratios = append(ratios, r.MedianMS/uniform.MedianMS)
 	}
 	return plot.Bars("divergence on "+recs[0].Device+": time over uniform", "time / uniform time", labels, ratios).
@@ -304,7 +290,7 @@ func divergenceOrder(recs []bench.Record) []bench.Record {
 		return 0
 	}
 	slices.SortStableFunc(rs, func(a, b bench.Record) int {
-		return cmp.Or(cmp.Compare(branchless(a), branchless(b)), cmp.Compare(Param(a, "divergent_fraction"), Param(b, "divergent_fraction")))
+		return cmp.Or(cmp.Compare(branchless(a), branchless(b)), cmp.Compare(a.Params.Float("divergent_fraction"), b.Params.Float("divergent_fraction")))
 	})
 	return rs
 }
@@ -350,8 +336,8 @@ func intensityFigures(recs []bench.Record) []*plot.Figure {
 		if !r.OK || r.Intensity <= 0 || r.GFLOPS <= 0 {
 			continue
 		}
-		p := plot.RooflinePoint{Name: fmt.Sprintf("F=%g", Param(r, "f")), Intensity: r.Intensity, GFLOPS: r.GFLOPS}
-		if Param(r, "f") <= 16 {
+		p := plot.RooflinePoint{Name: fmt.Sprintf("F=%g", r.Params.Float("f")), Intensity: r.Intensity, GFLOPS: r.GFLOPS}
+		if r.Params.Float("f") <= 16 {
 			low = append(low, p)
 		} else {
 			high = append(high, p)

@@ -106,18 +106,6 @@ func TestRecordedRuns(t *testing.T) {
 	}
 }
 
-func TestParam(t *testing.T) {
-	r := bench.Record{Params: bench.Params{"i": 32, "f": 0.25, "j": int64(7), "s": "x"}}
-	for _, tc := range []struct {
-		key  string
-		want float64
-	}{{"i", 32}, {"f", 0.25}, {"j", 7}, {"s", 0}, {"missing", 0}} {
-		if got := Param(r, tc.key); got != tc.want {
-			t.Errorf("Param(%q) = %v, want %v", tc.key, got, tc.want)
-		}
-	}
-}
-
 func TestSeries(t *testing.T) {
 	rec := func(name string, x, y float64, ok bool) bench.Record {
 		return bench.Record{Variant: name, OK: ok, MedianMS: y, Params: bench.Params{"x": x}}
@@ -126,7 +114,7 @@ func TestSeries(t *testing.T) {
 		rec("b", 4, 40, true), rec("a", 2, 2, true), rec("b", 1, 10, true),
 		rec("a", 8, 8, true), rec("b", 2, 20, true), rec("a", 1, 99, false),
 	}
-	got := Series(recs, func(r bench.Record) string { return r.Variant }, func(r bench.Record) float64 { return Param(r, "x") }, ms)
+	got := Series(recs, func(r bench.Record) string { return r.Variant }, func(r bench.Record) float64 { return r.Params.Float("x") }, ms)
 	if len(got) != 2 || got[0].Name != "b" || got[1].Name != "a" {
 		t.Fatalf("series %+v: want b then a, in the order they appear", got)
 	}

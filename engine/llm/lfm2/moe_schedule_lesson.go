@@ -64,26 +64,12 @@ func moeRuns(recs []bench.Record) []*moeRun {
 	return runs
 }
 
-// moeParam is a numeric parameter of a record: an int when just measured,
-// a float64 when read back from JSON; 0 when absent.
-func moeParam(r bench.Record, key string) float64 {
-	switch v := r.Params[key].(type) {
-	case int:
-		return float64(v)
-	case int64:
-		return float64(v)
-	case float64:
-		return v
-	}
-	return 0
-}
-
 // moeTokensPerSec is the record's tokens over its median time.
 func moeTokensPerSec(r bench.Record) float64 {
 	if r.MedianMS <= 0 {
 		return 0
 	}
-	return moeParam(r, "tokens") / (r.MedianMS / 1e3)
+	return r.Params.Float("tokens") / (r.MedianMS / 1e3)
 }
 
 // moeLoadLabel names a load by its skew: "even load" or "90% skewed".
@@ -96,7 +82,7 @@ func moeLoadLabel(skew float64) string {
 
 // moeSizeLabel names a size by its tokens and load: "64 tokens, 90% skewed".
 func moeSizeLabel(r bench.Record) string {
-	return fmt.Sprintf("%g tokens, %s", moeParam(r, "tokens"), moeLoadLabel(moeParam(r, "skew")))
+	return fmt.Sprintf("%g tokens, %s", r.Params.Float("tokens"), moeLoadLabel(r.Params.Float("skew")))
 }
 
 // moeSeries is one line per schedule and load (skew) of the run: tokens/s
@@ -106,7 +92,7 @@ func moeSeries(run *moeRun) []plot.Series {
 	var skews []float64
 	for _, size := range run.sizes {
 		for _, r := range run.bySize[size] {
-			if s := moeParam(r, "skew"); !slices.Contains(skews, s) {
+			if s := r.Params.Float("skew"); !slices.Contains(skews, s) {
 				skews = append(skews, s)
 			}
 		}
@@ -121,8 +107,8 @@ func moeSeries(run *moeRun) []plot.Series {
 			type point struct{ x, y float64 }
 			var ps []point
 			for _, size := range run.sizes {
-				if r, ok := run.bySize[size][schedule]; ok && moeParam(r, "skew") == skew {
-					ps = append(ps, point{moeParam(r, "tokens"), moeTokensPerSec(r)})
+				if r, ok := run.bySize[size][schedule]; ok && r.Params.Float("skew") == skew {
+					ps = append(ps, point{r.Params.Float("tokens"), moeTokensPerSec(r)})
 				}
 			}
 			if len(ps) == 0 {
@@ -239,9 +225,9 @@ func writeMoETable(b *strings.Builder, run *moeRun) {
 			if r.PctPeakGBps > 0 {
 				peak = fmt.Sprintf("%.0f%%", r.PctPeakGBps)
 			}
-			fmt.Fprintf(b, "| %g | %s | %s | %s | %s | %.0f | %s | %g | %.0f%% | %s |\n", moeParam(r, "tokens"),
-				moeLoadLabel(moeParam(r, "skew")), schedule, moeDuration(r.MedianMS), moeRate(moeTokensPerSec(r)), r.GBps, peak,
-				moeParam(r, "launches"), moeParam(r, "wave_fill"), vs)
+			fmt.Fprintf(b, "| %g | %s | %s | %s | %s | %.0f | %s | %g | %.0f%% | %s |\n", r.Params.Float("tokens"),
+				moeLoadLabel(r.Params.Float("skew")), schedule, moeDuration(r.MedianMS), moeRate(moeTokensPerSec(r)), r.GBps, peak,
+				r.Params.Float("launches"), r.Params.Float("wave_fill"), vs)
 		}
 	}
 	b.WriteString("\nEffective weight bandwidth counts the chosen experts' weights once per step: a lower bound on the " +
@@ -355,19 +341,19 @@ func writeMoEWinners(b *strings.Builder, run *moeRun) {
 // skewed, the persistent schedules' lead over one grid per expert.
 func writeSkewEffect(b *strings.Builder, leads []moeLead) {
 	for i, even := range leads {
-		if moeParam(even.base, "skew") != 0 {
+		if even.base.Params.Float("skew") != 0 {
 			continue
 		}
 		for _, skewed := range leads[i+1:] {
-			if moeParam(skewed.base, "tokens") != moeParam(even.base, "tokens") || moeParam(skewed.base, "skew") == 0 {
+			if skewed.base.Params.Float("tokens") != even.base.Params.Float("tokens") || skewed.base.Params.Float("skew") == 0 {
 				continue
 			}
 			verb := "widens"
 			if skewed.ratio < even.ratio {
 				verb = "narrows"
 			}
-			fmt.Fprintf(b, " At %g tokens the skewed load %s that lead: %s with an even load, %s %s.", moeParam(even.base, "tokens"),
-				verb, moeRatio(even.ratio), moeRatio(skewed.ratio), moeLoadLabel(moeParam(skewed.base, "skew")))
+			fmt.Fprintf(b, " At %g tokens the skewed load %s that lead: %s with an even load, %s %s.", even.base.Params.Float("tokens"),
+				verb, moeRatio(even.ratio), moeRatio(skewed.ratio), moeLoadLabel(skewed.base.Params.Float("skew")))
 		}
 	}
 }
@@ -387,14 +373,14 @@ func writeMoEOccupancy(b *strings.Builder, run *moeRun) {
 			if !ok {
 				continue
 			}
-			fill[schedule] = append(fill[schedule], moeParam(r, "wave_fill"))
+			fill[schedule] = append(fill[schedule], r.Params.Float("wave_fill"))
 			for _, kind := range []string{"gate_up", "down"} {
 				name, _ := r.Params[kind+"_kernel"].(string)
 				if name == "" || slices.ContainsFunc(ks, func(k kernel) bool { return k.name == name }) {
 					continue
 				}
-				ks = append(ks, kernel{name, schedule, moeParam(r, kind+"_regs"), moeParam(r, kind+"_blocks_per_sm"),
-					moeParam(r, kind+"_occupancy")})
+				ks = append(ks, kernel{name, schedule, r.Params.Float(kind + "_regs"), r.Params.Float(kind + "_blocks_per_sm"),
+					r.Params.Float(kind + "_occupancy")})
 			}
 		}
 	}
