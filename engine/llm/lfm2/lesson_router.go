@@ -13,29 +13,8 @@ import (
 
 // ExpertLoad runs the fixture's batch through the reference and counts,
 // for each MoE layer, the tokens routed to each expert (nil for the dense
-// layers).
-func (f *Fixture) ExpertLoad() ([][]int, error) {
-	c := f.Config
-	load := make([][]int, c.Layers)
-	for _, seq := range f.Batch {
-		st := NewState(c)
-		if _, err := Forward(c, f.Weights, st, seq); err != nil {
-			return nil, err
-		}
-		for l, counts := range st.ExpertLoad {
-			if counts == nil {
-				continue
-			}
-			if load[l] == nil {
-				load[l] = make([]int, len(counts))
-			}
-			for e, n := range counts {
-				load[l][e] += n
-			}
-		}
-	}
-	return load, nil
-}
+// layers): ExpertLoadOf the batch.
+func (f *Fixture) ExpertLoad() ([][]int, error) { return ExpertLoadOf(f.Config, f.Weights, f.Batch) }
 
 // expertLoadStats is a layer's total, busiest and least busy expert, and mean.
 func expertLoadStats(counts []int) (total, busiest, idlest int, mean float64) {
