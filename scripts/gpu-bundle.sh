@@ -70,8 +70,10 @@ while IFS=$'\t' read -r pkg dir; do
 done < <(go list -e -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{"\t"}}{{.Dir}}{{end}}' $PKGS)
 
 # Shipped data files (not the Go sources) for tests that read ../../datasets/...
+# (not datasets/models/: the trained model's tests find the repository's copy, and a second copy
+# would push the bundle past what the device runner carries)
 if [[ -d datasets ]]; then
-  (cd datasets && find . -type f ! -name '*.go' -print0 | while IFS= read -r -d '' f; do
+  (cd datasets && find . -path ./models -prune -o -type f ! -name '*.go' -print0 | while IFS= read -r -d '' f; do
     mkdir -p "$BUNDLE/src/datasets/$(dirname "$f")" && cp "$f" "$BUNDLE/src/datasets/$f"
   done)
 fi
