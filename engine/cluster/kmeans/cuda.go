@@ -277,9 +277,10 @@ func newGPUPass(ctx *cuda.Context, data Data, k int, opt GPUOptions) (p *gpuPass
 
 // uploadResident copies X to the device in chunks.
 func (p *gpuPass) uploadResident() error {
-	buf := make([]float32, rowChunk*p.d)
-	for start := 0; start < p.n; start += rowChunk {
-		m := min(rowChunk, p.n-start)
+	rows := chunkRows(p.n, p.d)
+	buf := make([]float32, rows*p.d)
+	for start := 0; start < p.n; start += rows {
+		m := min(rows, p.n-start)
 		if err := p.data.Rows(start, m, buf); err != nil {
 			return err
 		}

@@ -115,15 +115,26 @@ func (c *Config) check(n, d int) error {
 
 func notFinite(v float32) bool { return math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) }
 
-// rowChunk is how many rows a pass over Data reads at a time on the CPU.
-const rowChunk = 4096
+// rowChunk is how many rows a pass over Data reads at a time on the CPU,
+// and chunkFloats the most floats it holds at once (16 MiB; fewer rows
+// when they are wide).
+const (
+	rowChunk    = 4096
+	chunkFloats = 4 << 20
+)
+
+// chunkRows is how many of n rows of d floats a pass reads at a time: a
+// buffer sized by it never outgrows the data, nor 16 MiB unless one row
+// does.
+func chunkRows(n, d int) int { return max(1, min(n, rowChunk, chunkFloats/max(d, 1))) }
 
 // checkFinite reads every row once and names the first NaN or Inf.
 func checkFinite(data Data) error {
 	n, d := data.Dims()
-	buf := make([]float32, rowChunk*d)
-	for start := 0; start < n; start += rowChunk {
-		m := min(rowChunk, n-start)
+	rows := chunkRows(n, d)
+	buf := make([]float32, rows*d)
+	for start := 0; start < n; start += rows {
+		m := min(rows, n-start)
 		if err := data.Rows(start, m, buf); err != nil {
 			return err
 		}

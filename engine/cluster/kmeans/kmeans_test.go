@@ -144,3 +144,15 @@ func TestProject2D(t *testing.T) {
 		t.Errorf("first point at %g, variances %g and %g", p[0], v0/float64(n), v1/float64(n))
 	}
 }
+
+// TestChunkRows: a pass's buffer never outgrows the data (two wide rows
+// read as two rows, not rowChunk of them), nor 16 MiB unless a row does.
+func TestChunkRows(t *testing.T) {
+	for _, tc := range []struct{ n, d, want int }{
+		{2, 1 << 22, 1}, {2, 8, 2}, {100000, 1536, 2730}, {100000, 16, rowChunk}, {1, 1 << 30, 1}, {0, 8, 1},
+	} {
+		if got := chunkRows(tc.n, tc.d); got != tc.want {
+			t.Errorf("chunkRows(%d, %d) = %d, want %d", tc.n, tc.d, got, tc.want)
+		}
+	}
+}
