@@ -32,7 +32,7 @@ func ReadFvecs(path string) (data []float32, rows, dim int, err error) {
 	if size == 0 {
 		return nil, 0, 0, fileErr(path, "empty file, no vectors")
 	}
-	r := bufio.NewReaderSize(f, chunkBytes)
+	r := bufio.NewReaderSize(f, int(min(size, chunkBytes))) // no bigger than the file
 	var head [4]byte
 	var buf []byte
 	var off int64 // where vector number rows starts
@@ -67,7 +67,7 @@ func ReadFvecs(path string) (data []float32, rows, dim int, err error) {
 			return nil, 0, 0, fmt.Errorf("datasets: %s: %w", path, err)
 		}
 		data = data[:len(data)+d]
-		toFloat32(data[len(data)-d:], buf, "<f4")
+		toFloat32(data[len(data)-d:], buf, "<f4") // float32 to float32: nothing out of range
 		off += need
 	}
 	return data, rows, dim, nil

@@ -1,6 +1,8 @@
 package datasets
 
 import (
+	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,10 +52,64 @@ func TestFvecsErrors(t *testing.T) {
 		{"zero dim", vec(0), "vector 0 at byte 0 has dimension 0, want > 0"},
 		{"negative dim", vec(-5, 1), "has dimension -5"},
 		{"huge dim", vec(1<<30, 1), "it needs 4294967300 bytes but the file has 8 left"},
+		{"a directory", nil, "is a directory"},
 	} {
-		_, _, _, err := ReadFvecs(writeTemp(t, "x.fvecs", tc.file))
+		path := writeTemp(t, "x.fvecs", tc.file)
+		if tc.name == "a directory" {
+			os.Remove(path)
+			os.Mkdir(path, 0o755)
+		}
+		_, _, _, err := ReadFvecs(path)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "x.fvecs") {
 			t.Errorf("%s: error %v, want one naming x.fvecs and saying %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// FuzzReadFvecs: whatever the bytes, ReadFvecs returns vectors or an error
+// that names the file; it allocates in proportion to the file, whatever a
+// dimension claims; and what it accepts writes back byte for byte.
+func FuzzReadFvecs(f *testing.F) {
+	vec := func(d int32, v ...float32) []byte { return append(le([]int32{d}), le(v)...) }
+	p := filepath.Join(f.TempDir(), "seed.fvecs")
+	if err := WriteFvecs(p, []float32{1, 2, 3, -4.5, float32(math.Inf(1)), 6}, 2, 3); err != nil {
+		f.Fatal(err)
+	}
+	written, err := os.ReadFile(p)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(written)
+	f.Add(slices.Concat(vec(2, 1, 2), vec(2, 3, 4)))
+	f.Add(slices.Concat(vec(2, 1, 2), vec(3, 3, 4, 5)))
+	f.Add(vec(1<<30, 1))
+	f.Add(vec(-1))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "in.fvecs")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var data []float32
+		var rows, dim int
+		var err error
+		if n := allocated(func() { data, rows, dim, err = ReadFvecs(path) }); n > 4*uint64(len(b))+1<<18 {
+			t.Fatalf("reading a file of %d bytes allocated %d", len(b), n)
+		}
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "datasets: "+path+": ") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if rows <= 0 || dim <= 0 || len(data) != rows*dim || rows*(4+4*dim) != len(b) {
+			t.Fatalf("%d×%d, %d values from %d bytes", rows, dim, len(data), len(b))
+		}
+		out := filepath.Join(t.TempDir(), "out.fvecs")
+		if err := WriteFvecs(out, data, rows, dim); err != nil {
+			t.Fatal(err)
+		}
+		if back, err := os.ReadFile(out); err != nil || !bytes.Equal(back, b) {
+			t.Fatalf("written back differently (%v)", err)
+		}
+	})
 }

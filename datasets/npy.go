@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -135,12 +136,19 @@ func (f *NPYFile) readHeader() error {
 		return fileErr(f.Path, "%v", err)
 	}
 	f.offset = start + hlen
-	want := int64(f.itemSize)
+	// The product of the dimensions must fit even where a zero makes the
+	// array empty: Cols, the product of all but the first, is used to size
+	// rows.
+	span := int64(f.itemSize) // the bytes of the shape with its zeros read as ones
 	for _, d := range f.shape {
-		if d > 0 && want > math.MaxInt64/int64(d) {
-			return fileErr(f.Path, "shape %s is too large", npyShape(f.shape))
+		if d > 0 && span > math.MaxInt64/int64(d) {
+			return fileErr(f.Path, "shape %s is too large: its elements overflow a 64-bit count", npyShape(f.shape))
 		}
-		want *= int64(d)
+		span *= int64(max(d, 1))
+	}
+	want := span
+	if slices.Contains(f.shape, 0) {
+		want = 0
 	}
 	if got := size - f.offset; got != want {
 		return fileErr(f.Path, "header says shape %s = %d bytes of data but the file has %d",
@@ -289,15 +297,21 @@ func (f *NPYFile) ReadRows(start, n int, dst []float32) error {
 	if len(dst) < n*f.Cols {
 		return fileErr(f.Path, "dst has %d elements, want %d rows × %d cols = %d", len(dst), n, f.Cols, n*f.Cols)
 	}
-	return f.readData(start*f.Cols, n*f.Cols, func(b []byte, at int) {
-		toFloat32(dst[at:], b, f.DType)
+	first := start * f.Cols
+	return f.readData(first, n*f.Cols, func(b []byte, at int) error {
+		if i := toFloat32(dst[at:], b, f.DType); i >= 0 {
+			e := first + at + i
+			return fileErr(f.Path, "row %d, column %d: %g is beyond float32's range (it would become infinite)",
+				e/f.Cols, e%f.Cols, math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])))
+		}
+		return nil
 	})
 }
 
 // readData reads count elements starting at element first, chunkBytes at a
 // time, and hands each chunk to use with the index (counted from first) of
-// its first element.
-func (f *NPYFile) readData(first, count int, use func(b []byte, at int)) error {
+// its first element; an error from use stops the reading.
+func (f *NPYFile) readData(first, count int, use func(b []byte, at int) error) error {
 	buf := make([]byte, min(count*f.itemSize, chunkBytes))
 	for at := 0; at < count; {
 		k := min(count-at, len(buf)/f.itemSize)
@@ -305,14 +319,18 @@ func (f *NPYFile) readData(first, count int, use func(b []byte, at int)) error {
 		if _, err := f.f.ReadAt(b, f.offset+int64(first+at)*int64(f.itemSize)); err != nil {
 			return fmt.Errorf("datasets: %s: %w", f.Path, err)
 		}
-		use(b, at)
+		if err := use(b, at); err != nil {
+			return err
+		}
 		at += k
 	}
 	return nil
 }
 
-// toFloat32 decodes the little-endian elements of dtype in src into dst.
-func toFloat32(dst []float32, src []byte, dtype string) {
+// toFloat32 decodes the little-endian elements of dtype in src into dst. It
+// returns the index of the first float64 that is finite but beyond
+// float32's range, which would become infinite (it stops there), or -1.
+func toFloat32(dst []float32, src []byte, dtype string) int {
 	le := binary.LittleEndian
 	switch dtype {
 	case "<f4":
@@ -321,13 +339,17 @@ func toFloat32(dst []float32, src []byte, dtype string) {
 		}
 	case "<f8":
 		for i := range len(src) / 8 {
-			dst[i] = float32(math.Float64frombits(le.Uint64(src[8*i:])))
+			v := math.Float64frombits(le.Uint64(src[8*i:]))
+			if dst[i] = float32(v); math.IsInf(float64(dst[i]), 0) && !math.IsInf(v, 0) {
+				return i
+			}
 		}
 	case "<i4":
 		for i := range len(src) / 4 {
 			dst[i] = float32(int32(le.Uint32(src[4*i:])))
 		}
 	}
+	return -1
 }
 
 // Close closes the file.
@@ -395,10 +417,11 @@ func ReadNPYInt32(path string) ([]int32, error) {
 		return nil, fileErr(path, "want a 1-D '<i4' array, got '%s' with shape %s", f.DType, npyShape(f.shape))
 	}
 	out := make([]int32, f.Rows)
-	err = f.readData(0, f.Rows, func(b []byte, at int) {
+	err = f.readData(0, f.Rows, func(b []byte, at int) error {
 		for i := range len(b) / 4 {
 			out[at+i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
 		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -411,10 +434,28 @@ func ReadNPYInt32(path string) ([]int32, error) {
 // written under a temporary name and renamed into place, so that path never
 // holds half a file.
 func WriteNPYFloat32(path string, data []float32, rows, cols int) error {
-	if rows < 0 || cols < 0 || len(data) != rows*cols {
-		return fmt.Errorf("datasets: write %s: len(data) = %d, want rows × cols = %d × %d", path, len(data), rows, cols)
+	if err := fitsRowsCols(len(data), rows, cols); err != nil {
+		return fmt.Errorf("datasets: write %s: %v", path, err)
 	}
 	return writeNPY(path, "<f4", []int{rows, cols}, data)
+}
+
+// EncodeNPYFloat32 writes data, row-major rows×cols, to w as WriteNPYFloat32
+// writes its file; with atomicfile.WriteSet, several arrays are written as
+// a set.
+func EncodeNPYFloat32(w io.Writer, data []float32, rows, cols int) error {
+	if err := fitsRowsCols(len(data), rows, cols); err != nil {
+		return fmt.Errorf("datasets: %v", err)
+	}
+	return encodeNPY(w, "<f4", []int{rows, cols}, data)
+}
+
+// fitsRowsCols checks that n values make a rows×cols array.
+func fitsRowsCols(n, rows, cols int) error {
+	if rows < 0 || cols < 0 || n != rows*cols {
+		return fmt.Errorf("len(data) = %d, want rows × cols = %d × %d", n, rows, cols)
+	}
+	return nil
 }
 
 // WriteNPYInt32 writes data to path as a 1-D '<i4' .npy file (version 1.0),
@@ -423,23 +464,31 @@ func WriteNPYInt32(path string, data []int32) error {
 	return writeNPY(path, "<i4", []int{len(data)}, data)
 }
 
+// EncodeNPYInt32 writes data to w as WriteNPYInt32 writes its file.
+func EncodeNPYInt32(w io.Writer, data []int32) error {
+	return encodeNPY(w, "<i4", []int{len(data)}, data)
+}
+
 // writeNPY writes a version 1.0 .npy file of the given dtype and shape.
 func writeNPY[T float32 | int32](path, descr string, shape []int, data []T) error {
-	return writeAtomic(path, func(w *bufio.Writer) error {
-		if _, err := w.Write(npyHeader(descr, shape)); err != nil {
+	return writeAtomic(path, func(w *bufio.Writer) error { return encodeNPY(w, descr, shape, data) })
+}
+
+// encodeNPY writes a version 1.0 .npy of the given dtype and shape to w.
+func encodeNPY[T float32 | int32](w io.Writer, descr string, shape []int, data []T) error {
+	if _, err := w.Write(npyHeader(descr, shape)); err != nil {
+		return err
+	}
+	var buf []byte
+	for len(data) > 0 {
+		k := min(len(data), chunkBytes/4)
+		buf, _ = binary.Append(buf[:0], binary.LittleEndian, data[:k]) // cannot fail for []float32, []int32
+		if _, err := w.Write(buf); err != nil {
 			return err
 		}
-		var buf []byte
-		for len(data) > 0 {
-			k := min(len(data), chunkBytes/4)
-			buf, _ = binary.Append(buf[:0], binary.LittleEndian, data[:k]) // cannot fail for []float32, []int32
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-			data = data[k:]
-		}
-		return nil
-	})
+		data = data[k:]
+	}
+	return nil
 }
 
 // npyHeader returns the prefix and header of a version 1.0 .npy file exactly

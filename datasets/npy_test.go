@@ -1,10 +1,12 @@
 package datasets
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -192,8 +194,19 @@ func TestNPYErrors(t *testing.T) {
 		{"missing key", npyBytes(1, "{'descr': '<f4', 'shape': (2,), }", make([]byte, 8)), "no 'fortran_order'"},
 		{"not a dict", npyBytes(1, "descr=<f4", nil), "not a Python dict"},
 		{"header past EOF", good[:100], "header length 118 runs past the end of the file (100 bytes)"},
+		// An empty array whose other dimensions overflow: Cols would wrap.
+		{"empty, overflowing", npyBytes(1, f4("(0, 4611686018427387904, 4)"), nil), "shape (0, 4611686018427387904, 4) is too large"},
+		{"empty, overflowing int", npyBytes(1, f4("(0, 9223372036854775807, 3)"), nil), "is too large"},
+		{"float64 beyond float32", npyBytes(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }", le([]float64{1, 2, 3, -1e300})),
+			"row 1, column 1: -1e+300 is beyond float32's range"},
+		{"a directory", nil, "is a directory"},
 	} {
-		_, _, _, err := ReadNPYFloat32(writeTemp(t, "x.npy", tc.file))
+		path := writeTemp(t, "x.npy", tc.file)
+		if tc.name == "a directory" {
+			os.Remove(path)
+			os.Mkdir(path, 0o755)
+		}
+		_, _, _, err := ReadNPYFloat32(path)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "x.npy") {
 			t.Errorf("%s: error %v, want one naming x.npy and saying %q", tc.name, err, tc.want)
 		}
@@ -215,6 +228,34 @@ func TestNPYErrors(t *testing.T) {
 	}
 }
 
+// TestEncodeNPY: the encoders write what the file writers write, and
+// refuse a shape the data does not fill.
+func TestEncodeNPY(t *testing.T) {
+	dir := t.TempDir()
+	f, i := filepath.Join(dir, "f.npy"), filepath.Join(dir, "i.npy")
+	if err := WriteNPYFloat32(f, []float32{1, 2, 3, 4, 5, 6}, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNPYInt32(i, []int32{7, -7}); err != nil {
+		t.Fatal(err)
+	}
+	var fb, ib bytes.Buffer
+	if err := EncodeNPYFloat32(&fb, []float32{1, 2, 3, 4, 5, 6}, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := EncodeNPYInt32(&ib, []int32{7, -7}); err != nil {
+		t.Fatal(err)
+	}
+	for path, encoded := range map[string][]byte{f: fb.Bytes(), i: ib.Bytes()} {
+		if written, err := os.ReadFile(path); err != nil || !bytes.Equal(written, encoded) {
+			t.Errorf("%s: encoded %d bytes differ from the %d written (%v)", path, len(encoded), len(written), err)
+		}
+	}
+	if err := EncodeNPYFloat32(&fb, make([]float32, 5), 2, 3); err == nil || !strings.Contains(err.Error(), "len(data) = 5, want rows × cols = 2 × 3") {
+		t.Errorf("5 values for 2×3: %v", err)
+	}
+}
+
 // TestNPYTensor: a 3-D array round-trips through WriteNPYTensor and
 // ReadNPYTensor, and OpenNPY still refuses it.
 func TestNPYTensor(t *testing.T) {
@@ -233,4 +274,98 @@ func TestNPYTensor(t *testing.T) {
 	if err := WriteNPYTensor(path, data, []int{5, 2}); err == nil || !strings.Contains(err.Error(), "len(data) = 12") {
 		t.Errorf("WriteNPYTensor with a wrong shape: %v", err)
 	}
+}
+
+// FuzzReadNPY: whatever the bytes, the readers return data or an error
+// that names the file; they allocate in proportion to the file, whatever
+// its header claims; and what they accept writes and reads back the same.
+func FuzzReadNPY(f *testing.F) {
+	for _, name := range []string{"dense", "moe"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "lfm2", name, "logits.npy"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	dir := f.TempDir()
+	written := map[string]func(string) error{
+		"f4": func(p string) error {
+			return WriteNPYFloat32(p, []float32{1, -2, 3.5, float32(math.NaN()), 0, 7}, 3, 2)
+		},
+		"i4": func(p string) error { return WriteNPYInt32(p, []int32{3, -1, math.MaxInt32}) },
+		"3d": func(p string) error { return WriteNPYTensor(p, make([]float32, 12), []int{2, 3, 2}) },
+		"0r": func(p string) error { return WriteNPYFloat32(p, nil, 0, 5) },
+	}
+	for name, write := range written {
+		p := filepath.Join(dir, name+".npy")
+		if err := write(p); err != nil {
+			f.Fatal(err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f4 := func(shape string) string { return "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }" }
+	f.Add(npyBytes(2, f4("(2, 2)"), le([]float32{1, 2, 3, 4})))
+	f.Add(npyBytes(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 3), }", le([]float64{0.5, -1e300, math.Inf(1)})))
+	f.Add(npyBytes(1, f4("(0, 4611686018427387904, 4)"), nil))
+	f.Add(npyBytes(1, f4("(1099511627776, 0)"), nil))
+	f.Add(npyBytes(1, `{ "shape":(2 ,1) ,'fortran_order' :False,'descr':"<f4"}`, le([]float32{5, 6})))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "in.npy")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var data []float32
+		var shape []int
+		var err error
+		if n := allocated(func() { data, shape, err = ReadNPYTensor(path) }); n > 4*uint64(len(b))+1<<18 {
+			t.Fatalf("reading a file of %d bytes allocated %d", len(b), n)
+		}
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "datasets: "+path+": ") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		elems := 1
+		for _, d := range shape {
+			elems *= d
+		}
+		if len(shape) == 0 || elems != len(data) || 4*len(data) > len(b) {
+			t.Fatalf("%d values of shape %v from %d bytes", len(data), shape, len(b))
+		}
+		// The 2-D reader agrees with the tensor reader where it applies.
+		if len(shape) <= 2 {
+			flat, rows, cols, err := ReadNPYFloat32(path)
+			if err != nil || rows != shape[0] || rows*cols != elems || !sameBits(flat, data) {
+				t.Fatalf("ReadNPYFloat32: %d×%d, %v; ReadNPYTensor: %v", rows, cols, err, shape)
+			}
+		}
+		out := filepath.Join(t.TempDir(), "out.npy")
+		if err := WriteNPYTensor(out, data, shape); err != nil {
+			t.Fatal(err)
+		}
+		again, againShape, err := ReadNPYTensor(out)
+		if err != nil || !slices.Equal(againShape, shape) || !sameBits(again, data) {
+			t.Fatalf("read back %v (%v), want shape %v", againShape, err, shape)
+		}
+	})
+}
+
+// sameBits says whether a and b hold the same float32 bit patterns (NaNs
+// included).
+func sameBits(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+}
+
+// allocated is how many bytes run allocates on the heap.
+func allocated(run func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	run()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -113,5 +115,140 @@ func TestOpenDevices(t *testing.T) {
 		t.Errorf("OpenDevices(all-gpus) without a GPU = %v, %v; want an error saying there is none", all, err)
 	case cudaIDs > 0 && (err != nil || len(all) != cudaIDs || all[0].Info.ID != "cuda:0"):
 		t.Errorf("OpenDevices(all-gpus) = %d devices, %v; want the %d CUDA devices, cuda:0 first", len(all), err, cudaIDs)
+	}
+}
+
+func TestMemAvailable(t *testing.T) {
+	for _, tc := range []struct {
+		meminfo string
+		want    uint64
+		err     string
+	}{
+		{"MemTotal:       24684084 kB\nMemFree:  1 kB\nMemAvailable:   23965256 kB\n", 23965256 * 1024, ""},
+		{"MemAvailable: 0 kB", 0, ""},
+		{"MemTotal: 5 kB\n", 0, "no MemAvailable line"},
+		{"MemAvailable: 12 MB\n", 0, `"MemAvailable: 12 MB" is not MemAvailable: N kB`},
+		{"MemAvailable: -3 kB\n", 0, "is not MemAvailable"},
+		{"MemAvailable: 99999999999999999999 kB\n", 0, "is not MemAvailable"},
+	} {
+		got, err := memAvailable(tc.meminfo)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("memAvailable(%q) = %d, %v; want an error with %q", tc.meminfo, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("memAvailable(%q) = %d, %v; want %d", tc.meminfo, got, err, tc.want)
+		}
+	}
+}
+
+// TestHostMemoryAvailable: the figure is MemAvailable, capped by
+// $GPULAB_HOST_MEMORY; a variable that is not a number is an error.
+func TestHostMemoryAvailable(t *testing.T) {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Skipf("no /proc/meminfo: %v", err)
+	}
+	t.Setenv(HostMemoryEnv, "")
+	avail, err := HostMemoryAvailable()
+	if err != nil || avail == 0 {
+		t.Fatalf("HostMemoryAvailable() = %d, %v", avail, err)
+	}
+	var total uint64
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kB, err := strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total = kB << 10
+		}
+	}
+	if avail > total {
+		t.Errorf("available %d bytes > MemTotal %d", avail, total)
+	}
+	t.Setenv(HostMemoryEnv, "1000")
+	if got, err := HostMemoryAvailable(); err != nil || got != 1000 {
+		t.Errorf("with $%s=1000: %d, %v", HostMemoryEnv, got, err)
+	}
+	t.Setenv(HostMemoryEnv, "18446744073709551615")
+	if got, err := HostMemoryAvailable(); err != nil || got > total {
+		t.Errorf("with a cap above the host's: %d, %v; want at most MemTotal %d", got, err, total)
+	}
+	t.Setenv(HostMemoryEnv, "4G")
+	if _, err := HostMemoryAvailable(); err == nil || !strings.Contains(err.Error(), `$GPULAB_HOST_MEMORY = "4G": want a number of bytes`) {
+		t.Errorf("with $%s=4G: %v", HostMemoryEnv, err)
+	}
+	if err := CheckHostMemory("x", "y", 1); err == nil {
+		t.Errorf("CheckHostMemory with a bad $%s: no error", HostMemoryEnv)
+	}
+}
+
+func TestCheckHostMemory(t *testing.T) {
+	t.Setenv(HostMemoryEnv, "3900000000")
+	if _, err := os.Stat("/proc/meminfo"); err == nil {
+		if avail, _ := HostMemoryAvailable(); avail < 3900000000 {
+			t.Skipf("this host has only %d bytes available, under the cap the test sets", avail)
+		}
+	}
+	if err := CheckHostMemory("gemm 30000x30000x30000", "A, B, C and the reference", 3900000000); err != nil {
+		t.Errorf("what is available: %v", err)
+	}
+	err := CheckHostMemory("gemm 30000x30000x30000", "A, B, C and the reference", 10800000000)
+	var me *MemoryError
+	if !errors.As(err, &me) || me.Need != 10800000000 || me.Available != 3900000000 || me.Where != "host" {
+		t.Fatalf("CheckHostMemory = %#v; want a *MemoryError of 10.8e9 needed and 3.9e9 available", err)
+	}
+	if want := "gemm 30000x30000x30000 needs 10.8 GB of host memory for A, B, C and the reference; 3.9 GB is available"; err.Error() != want {
+		t.Errorf("error %q\nwant  %q", err, want)
+	}
+	dev, err := Open("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.CheckMemory("w", "p", 3900000001); !errors.As(err, &me) || me.Where != "host" {
+		t.Errorf("the CPU device's memory is the host's: %v", err)
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0 bytes", 999: "999 bytes", 1000: "1.0 kB", 16 << 20: "16.8 MB", 10_800_000_000: "10.8 GB", 2e12: "2.0 TB"} {
+		if got := formatBytes(n); got != want {
+			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestCheckDeviceMemory: on a CUDA device the check is against what
+// cuMemGetInfo says is free; it needs no allocation to refuse.
+func TestCheckDeviceMemory(t *testing.T) {
+	var id string
+	for _, i := range IDs() {
+		if strings.HasPrefix(i, "cuda:") {
+			id = i
+			break
+		}
+	}
+	if id == "" {
+		t.Skip("no CUDA device: the device-memory check is for CUDA's free memory")
+	}
+	d, err := Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, total, err := d.CUDA.MemInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d of %d bytes free", id, free, total)
+	if err := d.CheckMemory("a test", "nothing", 1<<20); err != nil {
+		t.Errorf("1 MiB: %v", err)
+	}
+	err = d.CheckMemory("a test", "nothing", total+1)
+	var me *MemoryError
+	if !errors.As(err, &me) || me.Where != id || me.Available > total || !strings.Contains(err.Error(), "of memory on "+id) {
+		t.Errorf("more than the device has: %v", err)
 	}
 }

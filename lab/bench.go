@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -59,6 +60,19 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	// bench.Options reads 0 as its default; on the command line 0 is asked for.
+	if *minReps == 0 || *minTime == 0 {
+		return usageError{fmt.Errorf("--reps %d --min-time %v: want at least one timed run and a positive time", *minReps, *minTime)}
+	}
+	opt := bench.Options{Warmup: *warmup, MinReps: *minReps, MinTime: *minTime, Variants: bench.SplitList(*variants), Progress: os.Stderr}
+	if err := opt.Validate(); err != nil {
+		return usageError{err}
+	}
+	if *jsonPath != "" {
+		if err := checkOutFile("json", *jsonPath, "records.json"); err != nil {
+			return err
+		}
+	}
 	if *device == engine.AllGPUs && name != "kmedoids" {
 		return usageError{fmt.Errorf("--device %s is for the kmedoids suite, not %s", engine.AllGPUs, name)}
 	}
@@ -72,7 +86,6 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if *device == engine.AllGPUs {
 		gpus = len(devs)
 	}
-	opt := bench.Options{Warmup: *warmup, MinReps: *minReps, MinTime: *minTime, Variants: bench.SplitList(*variants), Progress: os.Stderr}
 	sizeList := append(bench.SplitList(*sizes), bench.SplitList(*matrices)...)
 	switch {
 	case name == "kmedoids" && km.n != 0:
@@ -103,6 +116,27 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "wrote %d records to %s\n", len(recs), *jsonPath)
 	}
 	return bench.Failed(recs)
+}
+
+// checkOutFile returns a usage error unless path, the value of --flag, can
+// be a file that the command writes when it ends (through a temporary file
+// beside it, renamed into place): not a directory, and in a directory that
+// exists. It is said before the run, not after it. example names a file
+// for the error to suggest.
+func checkOutFile(flag, path, example string) error {
+	if isDir(path) || strings.HasSuffix(path, string(filepath.Separator)) {
+		return usageError{fmt.Errorf("--%s %s is a directory: want the file to write, such as %s", flag, path, filepath.Join(path, example))}
+	}
+	if dir := filepath.Dir(path); !isDir(dir) {
+		return usageError{fmt.Errorf("--%s %s: there is no directory %s to write it in", flag, path, dir)}
+	}
+	return nil
+}
+
+// isDir reports whether path is a directory.
+func isDir(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.IsDir()
 }
 
 // reportCmd prints the records of bench JSON files as one Markdown table,

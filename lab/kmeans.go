@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"gpulab/datasets"
 	"gpulab/engine"
+	"gpulab/engine/atomicfile"
 	"gpulab/engine/cluster/kmeans"
 )
 
@@ -53,12 +55,12 @@ func kmeansCmd(args []string, stdout, stderr io.Writer) error {
 	k := fs.Int("k", 0, "clusters (without --init)")
 	seed := fs.Uint64("seed", 1, "seed of the initialization")
 	random := fs.Bool("random-init", false, "initialize with K random points instead of k-means++")
-	iters := fs.Int("iters", 100, "Lloyd iterations at most")
+	iters := fs.Int("iters", 100, "Lloyd iterations at most, at least 1 (with --tol the run may stop sooner)")
 	tol := fs.Float64("tol", 0, "stop when the inertia changes by less than this, relatively (0: run --iters)")
 	device := fs.String("device", "cpu", "cpu or cuda:N")
 	variant := fs.String("variant", "tensor_3xtf32", fmt.Sprintf("GPU variant: %v", kmeans.Variants))
 	batch := fs.Int("stream-batch", 0, "GPU: stream X in batches of this many rows (0: resident when it fits)")
-	out := fs.String("out", "", "directory for labels.npy (int32) and centers.npy (float32)")
+	out := fs.String("out", "", "directory for labels.npy (int32) and centers.npy (float32), written both or neither")
 	asJSON := fs.Bool("json", false, "print a JSON summary")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab kmeans --data X.npy [--init C.npy | --k K --seed S] [--iters N] [--tol T] --device D --out DIR [--json]")
@@ -70,6 +72,17 @@ func kmeansCmd(args []string, stdout, stderr io.Writer) error {
 	if *data == "" || *out == "" {
 		fs.Usage()
 		return usageError{fmt.Errorf("--data and --out are required")}
+	}
+	// The engine takes MaxIters 0 for its default (100); typed here, 0 would
+	// silently run 100, so it is refused.
+	if *iters < 1 {
+		return usageError{fmt.Errorf("--iters %d: want at least 1 iteration", *iters)}
+	}
+	if *batch < 0 {
+		return usageError{fmt.Errorf("--stream-batch %d: want 0 (resident) or a number of rows", *batch)}
+	}
+	if info, err := os.Stat(*out); err == nil && !info.IsDir() { // said before the run, not after
+		return usageError{fmt.Errorf("--out %s is a file, want a directory (for labels.npy and centers.npy)", *out)}
 	}
 	cfg := kmeans.Config{K: *k, MaxIters: *iters, Tol: *tol, Seed: *seed}
 	if *random {
@@ -112,6 +125,11 @@ func kmeansCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	defer dev.Close()
 	res := kmeansOut{Device: dev.ID, N: n, D: d, K: cfg.K}
+	// The engine's errors name points and dimensions; these name the files.
+	of := "k-means of " + *data
+	if *initPath != "" {
+		of += " from the centers in " + *initPath
+	}
 	start := time.Now()
 	var r *kmeans.Result
 	switch dev.Kind {
@@ -124,13 +142,13 @@ func kmeansCmd(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		if r, err = kmeans.Fit(m, cfg); err != nil {
-			return err
+			return fmt.Errorf("%s: %w", of, err)
 		}
 		res.MSPerIter = float64(time.Since(start)) / float64(time.Millisecond) / float64(r.Iters+1)
 	case engine.CUDA:
 		var st *kmeans.GPUStats
 		if r, st, err = kmeans.FitCUDA(dev.CUDA, src, cfg, kmeans.GPUOptions{Variant: *variant, Batch: *batch}); err != nil {
-			return err
+			return fmt.Errorf("%s: %w", of, err)
 		}
 		res.Variant, res.Resident = st.Variant, &st.Resident
 		res.MSPerIter = float64(st.MeanIter()) / float64(time.Millisecond)
@@ -144,10 +162,11 @@ func kmeansCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res.Labels, res.Centers = filepath.Join(*out, "labels.npy"), filepath.Join(*out, "centers.npy")
-	if err := datasets.WriteNPYInt32(res.Labels, r.Labels); err != nil {
-		return err
-	}
-	if err := datasets.WriteNPYFloat32(res.Centers, r.Centers, r.K, r.D); err != nil {
+	err = atomicfile.WriteSet( // both or neither: labels without their centers mean nothing
+		atomicfile.File{Path: res.Labels, Write: func(w *bufio.Writer) error { return datasets.EncodeNPYInt32(w, r.Labels) }},
+		atomicfile.File{Path: res.Centers, Write: func(w *bufio.Writer) error { return datasets.EncodeNPYFloat32(w, r.Centers, r.K, r.D) }},
+	)
+	if err != nil {
 		return err
 	}
 	res.Inertia, res.Iters, res.History, res.Sizes, res.Empty = r.Inertia, r.Iters, r.History, r.Sizes, r.Empty

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -55,24 +58,87 @@ func TestKmeansErrors(t *testing.T) {
 	full, _ := os.ReadFile(x)
 	short := filepath.Join(dir, "short.npy")
 	os.WriteFile(short, full[:len(full)-4], 0o644)
+	inf := filepath.Join(dir, "inf.fvecs")
+	datasets.WriteFvecs(inf, []float32{0, 1, 2, 3, float32(math.Inf(-1)), 5}, 3, 2)
+	cNaN := filepath.Join(dir, "cnan.npy")
+	datasets.WriteNPYFloat32(cNaN, []float32{0, float32(math.NaN())}, 1, 2)
+	// float64 values beyond float32's range would become infinite.
+	huge := filepath.Join(dir, "huge.npy")
+	os.WriteFile(huge, npyFloat64(3, 1, 0, 1e300, 2), 0o644)
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
 	out := filepath.Join(dir, "out")
 	for _, tc := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"--data", x, "--k", "4", "--out", out}, "K = 4 exceeds the 3 points"},
-		{[]string{"--data", x, "--k", "0", "--out", out}, "give --k or --init"},
-		{[]string{"--data", nan, "--k", "2", "--out", out}, "point 1, dimension 1 is NaN"},
-		{[]string{"--data", x, "--init", c3, "--out", out}, "centers have 3 dimensions but"},
-		{[]string{"--data", short, "--k", "2", "--out", out}, "short.npy"},
-		{[]string{"--data", x, "--k", "2"}, "--data and --out are required"},
+		{[]string{"--data", x, "--k", "4", "--out", out}, "k-means of " + x + ": kmeans: K = 4 exceeds the 3 points", 1},
+		{[]string{"--data", x, "--k", "0", "--out", out}, "give --k or --init", 2},
+		{[]string{"--data", nan, "--k", "2", "--out", out}, "k-means of " + nan + ": kmeans: point 1, dimension 1 is NaN", 1},
+		{[]string{"--data", inf, "--k", "2", "--out", out}, "k-means of " + inf + ": kmeans: point 2, dimension 0 is -Inf", 1},
+		{[]string{"--data", huge, "--k", "2", "--out", out}, huge + ": row 1, column 0: 1e+300 is beyond float32's range", 1},
+		{[]string{"--data", x, "--init", cNaN, "--out", out}, "from the centers in " + cNaN + ": kmeans: initial center 0, dimension 1 is NaN", 1},
+		{[]string{"--data", x, "--init", c3, "--out", out}, "centers have 3 dimensions but", 1},
+		{[]string{"--data", short, "--k", "2", "--out", out}, "short.npy", 1},
+		{[]string{"--data", dir, "--k", "2", "--out", out}, dir + ": is a directory", 1},
+		{[]string{"--data", x, "--k", "2"}, "--data and --out are required", 2},
+		{[]string{"--data", x, "--k", "2", "--iters", "0", "--out", out}, "--iters 0: want at least 1 iteration", 2},
+		{[]string{"--data", x, "--k", "2", "--iters", "-5", "--out", out}, "--iters -5: want at least 1", 2},
+		{[]string{"--data", x, "--k", "2", "--stream-batch", "-1", "--out", out}, "--stream-batch -1: want 0", 2},
+		{[]string{"--data", x, "--k", "2", "--out", file}, "--out " + file + " is a file, want a directory", 2},
 	} {
 		code, _, errs := lab(append([]string{"kmeans"}, tc.args...)...)
-		if code == 0 || !strings.Contains(errs, tc.want) {
-			t.Errorf("lab kmeans %v: exit %d, %q; want %q", tc.args, code, errs, tc.want)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("lab kmeans %v: exit %d, %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, "labels.npy")); err == nil {
-		t.Error("a failed run left labels.npy behind")
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a failed run left its output directory behind")
+	}
+}
+
+// npyFloat64 is a version 1.0 .npy file of float64 values, rows×cols.
+func npyFloat64(rows, cols int, v ...float64) []byte {
+	dict := fmt.Sprintf("{'descr': '<f8', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
+	dict += strings.Repeat(" ", 63-(10+len(dict))%64) + "\n" // the data starts at a multiple of 64
+	b := binary.LittleEndian.AppendUint16([]byte("\x93NUMPY\x01\x00"), uint16(len(dict)))
+	b = append(b, dict...)
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return b
+}
+
+// TestKmeansOutputsAsASet: labels.npy and centers.npy are written both or
+// neither; a directory where one should go is named before either is
+// written, and older outputs stay as they were.
+func TestKmeansOutputsAsASet(t *testing.T) {
+	dir := t.TempDir()
+	x := filepath.Join(dir, "x.npy")
+	datasets.WriteNPYFloat32(x, []float32{0, 1, 10, 11}, 4, 1)
+	for _, blocked := range []string{"labels.npy", "centers.npy"} {
+		out := filepath.Join(t.TempDir(), "out")
+		os.MkdirAll(filepath.Join(out, blocked), 0o755)
+		other := map[string]string{"labels.npy": "centers.npy", "centers.npy": "labels.npy"}[blocked]
+		old := []byte("an older run's " + other)
+		os.WriteFile(filepath.Join(out, other), old, 0o644)
+		code, _, errs := lab("kmeans", "--data", x, "--k", "2", "--out", out)
+		if code == 0 || !strings.Contains(errs, filepath.Join(out, blocked)+": is a directory") {
+			t.Errorf("%s a directory: exit %d, %q", blocked, code, errs)
+		}
+		if b, err := os.ReadFile(filepath.Join(out, other)); err != nil || !bytes.Equal(b, old) {
+			t.Errorf("%s a directory: %s was rewritten (%v)", blocked, other, err)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) != 2 {
+			t.Errorf("%s a directory: the output directory holds %v", blocked, entries)
+		}
+	}
+	// --iters 1 runs one iteration.
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, errs := lab("kmeans", "--data", x, "--k", "2", "--iters", "1", "--out", out, "--json")
+	var res struct{ Iters int }
+	if code != 0 || json.Unmarshal([]byte(stdout), &res) != nil || res.Iters != 1 {
+		t.Errorf("--iters 1: exit %d, %s %s", code, stdout, errs)
 	}
 }

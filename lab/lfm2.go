@@ -213,6 +213,9 @@ func lfm2Logits(args []string, stdout, stderr io.Writer) (err error) {
 	if *model == "" || *idsFlag == "" || *out == "" {
 		return usageError{fmt.Errorf("--model, --ids and --out are required")}
 	}
+	if err := checkOutFile("out", *out, "logits.npy"); err != nil {
+		return err
+	}
 	batch, err := parseIDs(*idsFlag)
 	if err != nil {
 		return usageError{err}
@@ -292,6 +295,14 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		return usageError{fmt.Errorf("--moe picks the CUDA engine's MoE path: give --device cuda:N or all-gpus")}
 	case !slices.Contains([]string{lfm2.MoEAuto, lfm2.MoEGrouped, lfm2.MoEWgmma, lfm2.MoEPersistent}, *moe):
 		return usageError{fmt.Errorf("--moe %q: want grouped, wgmma or persistent", *moe)}
+	}
+	for _, o := range []struct{ flag, path, example string }{{"out", *out, "logits.npy"}, {"json", *jsonOut, "bench.json"}} {
+		if o.path == "" {
+			continue
+		}
+		if err := checkOutFile(o.flag, o.path, o.example); err != nil {
+			return err
+		}
 	}
 	spec := lfm2.BenchSpec{Batch: *batchN, Seq: *seq, Reps: *reps, Seed: *seed, DecodeSteps: *decodeN, DecodeBatches: decodeAt, CompareMoE: *compareMoE}
 	o := spec.Sized(lfm2.CUDAOptions{DType: *dtype, MaxTokens: *microTokens, MoE: *moe})

@@ -92,6 +92,54 @@ func TestLFM2Logits(t *testing.T) {
 	}
 }
 
+// TestLFM2OutFiles: a directory given where a file is expected, or a file
+// in a directory that does not exist, is refused before the model runs,
+// and nothing is written anywhere; a run that fails leaves the file that
+// was there; one that succeeds leaves its file and no temporary beside it.
+func TestLFM2OutFiles(t *testing.T) {
+	dir, _, _, _ := lfm2TestModel(t)
+	outDir := t.TempDir()
+	missing := filepath.Join(outDir, "no", "such", "l.npy")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"logits", "--model", dir, "--ids", "1 2", "--out", outDir}, "--out " + outDir + " is a directory: want the file to write, such as " + filepath.Join(outDir, "logits.npy")},
+		{[]string{"logits", "--model", dir, "--ids", "1 2", "--out", filepath.Join(outDir, "new") + "/"}, "is a directory"},
+		{[]string{"logits", "--model", dir, "--ids", "1 2", "--out", missing}, "--out " + missing + ": there is no directory " + filepath.Dir(missing) + " to write it in"},
+		{[]string{"bench", "--model", dir, "--batch", "1", "--seq", "2", "--out", outDir}, "--out " + outDir + " is a directory"},
+		{[]string{"bench", "--model", dir, "--batch", "1", "--seq", "2", "--json", outDir}, "--json " + outDir + " is a directory: want the file to write, such as " + filepath.Join(outDir, "bench.json")},
+	} {
+		code, stdout, errs := lab(append([]string{"lfm2"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errs, tc.want) || stdout != "" {
+			t.Errorf("lab lfm2 %q: exit %d, stdout %q, stderr %q; want exit 2, %q and no run", tc.args, code, stdout, errs, tc.want)
+		}
+	}
+	if ents, _ := os.ReadDir(outDir); len(ents) != 0 {
+		t.Errorf("refused runs left %v in %s", ents, outDir)
+	}
+
+	out := filepath.Join(outDir, "l.npy")
+	if err := os.WriteFile(out, []byte("the old logits"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := lab("lfm2", "logits", "--model", dir, "--ids", "1 260", "--out", out); code != 1 {
+		t.Fatalf("a token outside the vocabulary: exit %d, %s", code, errs)
+	}
+	if data, _ := os.ReadFile(out); string(data) != "the old logits" {
+		t.Errorf("a failed run left %q in %s", data, out)
+	}
+	if code, _, errs := lab("lfm2", "logits", "--model", dir, "--ids", "1 2", "--out", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, shape, err := datasets.ReadNPYTensor(out); err != nil || !slices.Equal(shape, []int{1, 2, 260}) {
+		t.Errorf("%s: shape %v, %v", out, shape, err)
+	}
+	if ents, _ := os.ReadDir(outDir); len(ents) != 1 {
+		t.Errorf("%s holds %v, want l.npy alone", outDir, ents)
+	}
+}
+
 // TestLFM2Run: the streamed text is the greedy continuation, decoded.
 func TestLFM2Run(t *testing.T) {
 	dir, c, w, tok := lfm2TestModel(t)

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"time"
 
@@ -84,32 +83,8 @@ type sparseInfo struct {
 	RowMax    int      `json:"row_max"`
 	RowMean   float64  `json:"row_mean"`
 	RowStddev float64  `json:"row_stddev"`
+	RowsEmpty int      `json:"rows_empty"` // rows without an entry
 	Comments  []string `json:"comments"`
-}
-
-// rowStats returns the minimum, maximum, mean and (population) standard
-// deviation of the number of entries in each row of m.
-func rowStats(m *sparse.COO) (lo, hi int, mean, stddev float64) {
-	if m.Rows == 0 {
-		return 0, 0, 0, 0
-	}
-	count := make([]int, m.Rows)
-	for _, i := range m.Row {
-		count[i]++
-	}
-	lo, hi = count[0], count[0]
-	sum := 0.0
-	for _, c := range count {
-		lo, hi = min(lo, c), max(hi, c)
-		sum += float64(c)
-	}
-	mean = sum / float64(m.Rows)
-	ss := 0.0
-	for _, c := range count {
-		d := float64(c) - mean
-		ss += d * d
-	}
-	return lo, hi, mean, math.Sqrt(ss / float64(m.Rows))
 }
 
 func sparseInfoCmd(args []string, stdout, stderr io.Writer) error {
@@ -130,7 +105,8 @@ func sparseInfoCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	in := sparseInfo{File: path, Object: h.Object, Format: h.Format, Field: h.Field, Symmetry: h.Symmetry,
 		Rows: h.Rows, Cols: h.Cols, Stored: h.Entries, NNZ: m.NNZ(), Comments: h.Comments}
-	in.RowMin, in.RowMax, in.RowMean, in.RowStddev = rowStats(m)
+	st := m.RowLengthStats()
+	in.RowMin, in.RowMax, in.RowMean, in.RowStddev, in.RowsEmpty = st.Min, st.Max, st.Mean, st.Stddev, st.Empty
 	if in.Comments == nil {
 		in.Comments = []string{}
 	}
@@ -154,7 +130,7 @@ func sparseInfoCmd(args []string, stdout, stderr io.Writer) error {
 	if in.Rows > 0 && in.Cols > 0 {
 		fmt.Fprintf(stdout, "density    %.3g%%\n", 100*float64(in.NNZ)/float64(in.Rows)/float64(in.Cols))
 	}
-	fmt.Fprintf(stdout, "row length min %d, max %d, mean %.2f, stddev %.2f\n", in.RowMin, in.RowMax, in.RowMean, in.RowStddev)
+	fmt.Fprintf(stdout, "row length min %d, max %d, mean %.2f, stddev %.2f; %d of %d rows empty\n", in.RowMin, in.RowMax, in.RowMean, in.RowStddev, in.RowsEmpty, in.Rows)
 	for _, c := range in.Comments {
 		fmt.Fprintf(stdout, "%% %s\n", c)
 	}

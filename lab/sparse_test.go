@@ -10,9 +10,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"gpulab/engine"
 	"gpulab/engine/sparse"
 )
 
@@ -145,5 +147,54 @@ func TestBenchMatrix(t *testing.T) {
 	}
 	if code, _, errs := lab("bench", "spgemm", "--device", "cpu", "--matrix", "Nope/NotThere/x"); code == 0 || !strings.Contains(errs, "Nope/NotThere/x") {
 		t.Errorf("a bad matrix name: exit %d, %s", code, errs)
+	}
+}
+
+// TestSparseBoundedByWhatExists: a three-line file declaring two billion
+// rows and columns with no entries is described without a slot per row, and
+// the suites refuse to build its CSR form (8 GB of row pointers) on a host
+// with less memory, saying what they need; a value that is not finite is
+// refused where it stands.
+func TestSparseBoundedByWhatExists(t *testing.T) {
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "huge.mtx")
+	if err := os.WriteFile(huge, []byte("%%MatrixMarket matrix coordinate real general\n% two billion empty rows\n2000000000 2000000000 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	code, out, errs := lab("sparse", "info", huge, "--json")
+	runtime.ReadMemStats(&after)
+	if code != 0 {
+		t.Fatalf("sparse info: exit %d: %s", code, errs)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("sparse info allocated %d bytes for a file of three lines", grew)
+	}
+	var info map[string]any
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	for k, want := range map[string]float64{"rows": 2e9, "rows_empty": 2e9, "nnz": 0, "row_max": 0, "row_mean": 0} {
+		if info[k] != want {
+			t.Errorf("%s = %v, want %v", k, info[k], want)
+		}
+	}
+
+	t.Setenv(engine.HostMemoryEnv, "4000000000")
+	for _, suite := range []string{"spmv", "spgemm"} {
+		code, _, errs = lab("bench", suite, "--device", "cpu", "--matrix", huge)
+		if want := "the CSR form of a 2000000000×2000000000 matrix with 0 entries needs 8.0 GB of host memory for 2000000001 row pointers and the entries sorted; 4.0 GB is available"; code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("bench %s: exit %d, %s; want exit 1 and %q", suite, code, errs, want)
+		}
+	}
+
+	nan := filepath.Join(dir, "nan.mtx")
+	if err := os.WriteFile(nan, []byte("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 1 NaN\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = lab("sparse", "info", nan)
+	if want := nan + `:line 4: entry 2 (2, 1): value "NaN" is not finite`; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("a NaN: exit %d, %s; want exit 1 and %q", code, errs, want)
 	}
 }

@@ -129,13 +129,27 @@ func readPairs(path string) ([][]float32, []int, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	dec := json.NewDecoder(f)
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return nil, nil, fmt.Errorf("%s: want a JSON array of pairs", path)
+	return decodePairs(path, f)
+}
+
+// decodePairs reads the JSON array of pairs in r, one pair at a time, and
+// nothing after it but white space; name stands for r in errors, which say
+// which pair and how many bytes come before it.
+func decodePairs(name string, r io.Reader) ([][]float32, []int, error) {
+	dec := json.NewDecoder(r)
+	switch t, err := dec.Token(); {
+	case err != nil:
+		return nil, nil, fmt.Errorf("%s: want a JSON array of pairs: %v", name, err)
+	case t != json.Delim('['):
+		return nil, nil, fmt.Errorf("%s: want a JSON array of pairs, not one starting with %v", name, t)
 	}
 	var sigs [][]float32
 	var dims []int
-	for i := 0; dec.More(); i++ {
+	for i := 0; ; i++ {
+		before := dec.InputOffset()
+		if !dec.More() {
+			break
+		}
 		var p sqfdPair
 		err := dec.Decode(&p)
 		var a, b []float32
@@ -143,12 +157,16 @@ func readPairs(path string) ([][]float32, []int, error) {
 			a, b, err = p.signatures()
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: pair %d: %v", path, i, err)
+			return nil, nil, fmt.Errorf("%s: pair %d (after the first %d bytes): %v", name, i, before, err)
 		}
 		sigs, dims = append(sigs, a, b), append(dims, len(p.C1[0]))
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, nil, fmt.Errorf("%s: after %d pairs: %v", path, len(dims), err)
+		return nil, nil, fmt.Errorf("%s: after %d pairs: %v", name, len(dims), err)
+	}
+	end := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, fmt.Errorf("%s: data after the array of %d pairs, which ends after the first %d bytes", name, len(dims), end)
 	}
 	return sigs, dims, nil
 }

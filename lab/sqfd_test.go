@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +73,9 @@ func TestSqfdErrors(t *testing.T) {
 		"nan":     "[" + beecks + ", " + pair("[[1, NaN]]", "[1]", "[[1, 2]]", "[1]") + "]",
 		"inf":     "[" + pair("[[1, 2]]", "[1]", "[[1, 2]]", "[1e39]") + "]",
 		"object":  `{"c1": []}`,
+		"after":   "[" + beecks + "] []",
+		"after2":  "[" + beecks + "]\n\t]",
+		"spaces":  "[" + beecks + "]\n\t \n",
 	}
 	path := map[string]string{}
 	for name, body := range files {
@@ -81,11 +86,14 @@ func TestSqfdErrors(t *testing.T) {
 		want string
 		code int
 	}{
-		{[]string{"--pairs", path["dim"]}, "pair 1: c2[0] has 3 features but c1[0] has 2", 1},
-		{[]string{"--pairs", path["weights"]}, "pair 0: 2 centroids in c1 but 1 weights in w1", 1},
-		{[]string{"--pairs", path["empty"]}, "pair 2: c1 and c2 need a centroid each, have 0 and 1", 1},
-		{[]string{"--pairs", path["nofeat"]}, "pair 0: c1[0] has no features", 1},
-		{[]string{"--pairs", path["nan"]}, "pair 1: invalid character 'N'", 1},
+		{[]string{"--pairs", path["dim"]}, "pair 1 (after the first 100 bytes): c2[0] has 3 features but c1[0] has 2", 1},
+		{[]string{"--pairs", path["weights"]}, "pair 0 (after the first 1 bytes): 2 centroids in c1 but 1 weights in w1", 1},
+		{[]string{"--pairs", path["empty"]}, "pair 2 (after the first 201 bytes): c1 and c2 need a centroid each, have 0 and 1", 1},
+		{[]string{"--pairs", path["nofeat"]}, "pair 0 (after the first 1 bytes): c1[0] has no features", 1},
+		{[]string{"--pairs", path["nan"]}, "pair 1 (after the first 100 bytes): invalid character 'N'", 1},
+		{[]string{"--pairs", path["after"]}, "data after the array of 1 pairs, which ends after the first 101 bytes", 1},
+		{[]string{"--pairs", path["after2"]}, "data after the array of 1 pairs", 1},
+		{[]string{"--pairs", t.TempDir()}, "is a directory", 1},
 		{[]string{"--pairs", path["inf"]}, "pair 0: sqfd: signature b, centroid 0: the weight is +Inf", 1},
 		{[]string{"--pairs", path["object"]}, "want a JSON array of pairs", 1},
 		{[]string{"--pairs", filepath.Join(t.TempDir(), "none.json")}, "none.json", 1},
@@ -100,6 +108,68 @@ func TestSqfdErrors(t *testing.T) {
 			t.Errorf("lab sqfd %v: exit %d, %q%s; want exit %d and %q", tc.args, code, errs, stdout, tc.code, tc.want)
 		}
 	}
+}
+
+// TestSqfdTrailingSpace: white space after the array is not data.
+func TestSqfdTrailingSpace(t *testing.T) {
+	path := pairsFile(t, "["+beecks+"]\n\t \n")
+	if code, _, errs := lab("sqfd", "--pairs", path, "--sim", "heuristic"); code != 0 {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
+
+// FuzzDecodePairs: whatever the bytes, decodePairs returns signatures or an
+// error that names the file, allocating in proportion to the input; what
+// it accepts encodes back to pairs that decode the same.
+func FuzzDecodePairs(f *testing.F) {
+	f.Add([]byte("[" + beecks + "]"))
+	f.Add([]byte(`[{"c1": [[1, 2, 3, 4, 5, 6, 7]], "w1": [1], "c2": [[1, 2, 3, 4, 5, 6, 8]], "w2": [2]}, ` + beecks + `]`))
+	f.Add([]byte("[" + beecks + "] []"))
+	f.Add([]byte("[]"))
+	f.Add([]byte(`[{"c1": [[]], "w1": [1], "c2": [[1e39]], "w2": [1]}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sigs, dims, err := decodePairs("pairs.json", bytes.NewReader(data))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "pairs.json: ") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if len(sigs) != 2*len(dims) {
+			t.Fatalf("%d signatures for %d pairs", len(sigs), len(dims))
+		}
+		pairs := []sqfdPair{} // "[]", not "null", for no pairs
+		for i, dim := range dims {
+			if dim <= 0 || len(sigs[2*i])%(dim+1) != 0 || len(sigs[2*i+1])%(dim+1) != 0 || 4*(len(sigs[2*i])+len(sigs[2*i+1])) > 8*len(data) {
+				t.Fatalf("pair %d: %d features, signatures of %d and %d values from %d bytes", i, dim, len(sigs[2*i]), len(sigs[2*i+1]), len(data))
+			}
+			c1, w1 := unlay(sigs[2*i], dim)
+			c2, w2 := unlay(sigs[2*i+1], dim)
+			pairs = append(pairs, sqfdPair{c1, w1, c2, w2})
+		}
+		again, err := json.Marshal(pairs)
+		if err != nil { // a value beyond float32 became Inf, which JSON cannot hold
+			return
+		}
+		sigs2, dims2, err := decodePairs("again.json", bytes.NewReader(again))
+		if err != nil || !slices.Equal(dims2, dims) || !slices.EqualFunc(sigs2, sigs, slices.Equal) {
+			t.Fatalf("decoded back differently (%v)", err)
+		}
+	})
+}
+
+// unlay is signature's inverse: centroid rows and weights.
+func unlay(s []float32, dim int) ([][]float64, []float64) {
+	var c [][]float64
+	var w []float64
+	for i := 0; i < len(s); i += dim + 1 {
+		row := make([]float64, dim)
+		for j := range dim {
+			row[j] = float64(s[i+j])
+		}
+		c, w = append(c, row), append(w, float64(s[i+dim]))
+	}
+	return c, w
 }
 
 // TestBenchAllGPUs: --device all-gpus is the kmedoids suite's, and needs a

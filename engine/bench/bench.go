@@ -103,14 +103,34 @@ func suiteNames() []string {
 	return names
 }
 
-// Options control how cases are timed.
+// Options control how cases are timed. A zero field takes its default;
+// a negative one is an error (Validate).
 type Options struct {
 	Warmup   int           // untimed runs first (default 2)
 	MinReps  int           // at least this many timed runs (default 5)
-	MaxReps  int           // at most this many (default 200)
+	MaxReps  int           // at most this many (default 200, and at least MinReps)
 	MinTime  time.Duration // keep repeating until this much device time is spent (default 200ms)
-	Variants []string      // run only these variants (the baseline always runs); empty: all
+	Variants []string      // run only these variants (the baseline always runs); empty: all. Run refuses a name the suite does not have
 	Progress io.Writer     // progress bar target when it is a terminal; nil: none
+}
+
+// Validate returns an error for options that no run can follow: a
+// negative warm-up, repetition count or minimum time, or a maximum number
+// of repetitions below the minimum. Run and Measure call it.
+func (o Options) Validate() error {
+	switch {
+	case o.Warmup < 0:
+		return fmt.Errorf("bench: %d warm-up runs: want 0 or more", o.Warmup)
+	case o.MinReps < 0:
+		return fmt.Errorf("bench: at least %d timed runs: want 1 or more", o.MinReps)
+	case o.MaxReps < 0:
+		return fmt.Errorf("bench: at most %d timed runs: want 1 or more", o.MaxReps)
+	case o.MaxReps > 0 && o.MaxReps < o.MinReps:
+		return fmt.Errorf("bench: at most %d timed runs but at least %d: the maximum is below the minimum", o.MaxReps, o.MinReps)
+	case o.MinTime < 0:
+		return fmt.Errorf("bench: a minimum time of %v: want a positive duration", o.MinTime)
+	}
+	return nil
 }
 
 func (o Options) withDefaults() Options {
@@ -160,6 +180,9 @@ type Record struct {
 // Run measures suite on dev for each size. A case that fails gets a record with
 // ok=false and its error; Run itself fails only when a size cannot be set up.
 func Run(suite Suite, dev *engine.Device, sizes []string, opt Options) ([]Record, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
 	opt = opt.withDefaults()
 	if len(sizes) == 0 {
 		sizes = suite.Sizes(dev.Info)
@@ -168,6 +191,12 @@ func Run(suite Suite, dev *engine.Device, sizes []string, opt Options) ([]Record
 	var out []Record
 	for _, size := range sizes {
 		cases, closeFn, err := suite.Cases(dev, size)
+		if err == nil {
+			err = checkVariants(cases, opt.Variants)
+			if err != nil && closeFn != nil {
+				closeFn()
+			}
+		}
 		if err != nil {
 			return out, fmt.Errorf("bench %s on %s, size %s: %w", suite.Name, dev.ID, size, err)
 		}
@@ -196,6 +225,28 @@ func Run(suite Suite, dev *engine.Device, sizes []string, opt Options) ([]Record
 	return out, nil
 }
 
+// checkVariants returns an error naming the selected variants that are
+// not among cases, and listing those that are.
+func checkVariants(cases []Case, selected []string) error {
+	var have, unknown []string
+	for _, c := range cases {
+		have = append(have, c.Variant)
+	}
+	for _, v := range selected {
+		if !slices.Contains(have, v) {
+			unknown = append(unknown, fmt.Sprintf("%q", v))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	noun := "variant"
+	if len(unknown) > 1 {
+		noun = "variants"
+	}
+	return fmt.Errorf("unknown %s %s (have: %s)", noun, strings.Join(unknown, ", "), strings.Join(have, ", "))
+}
+
 // comparedWith reports whether a selected variant is compared with v, which
 // must then run too.
 func comparedWith(cases []Case, selected []string, v string) bool {
@@ -218,12 +269,15 @@ func newBar(w io.Writer, n int, desc string) *progressbar.ProgressBar {
 
 // Measure runs one case: reset, warm-up, timed repetitions, check.
 func Measure(c Case, opt Options) Record {
-	opt = opt.withDefaults()
 	r := Record{Variant: c.Variant, Params: c.Params, Commit: Commit(), Date: time.Now().UTC().Format(time.RFC3339)}
 	fail := func(stage string, err error) Record {
 		r.Error = fmt.Sprintf("%s: %v", stage, err)
 		return r
 	}
+	if err := opt.Validate(); err != nil {
+		return fail("options", err)
+	}
+	opt = opt.withDefaults()
 	if c.Reset != nil {
 		if err := c.Reset(); err != nil {
 			return fail("reset", err)

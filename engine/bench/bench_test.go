@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +145,77 @@ func TestJSONRoundTripIsAtomic(t *testing.T) {
 			t.Errorf("JSON lacks %s", key)
 		}
 	}
+}
+
+// TestReadJSONErrors: what is not a file of records is refused, naming the
+// file and the problem.
+func TestReadJSONErrors(t *testing.T) {
+	const rec = `{"suite": "copy", "variant": "memcpy", "device": "cpu", "median_ms": 1}`
+	for _, tc := range []struct{ text, want string }{
+		{"[" + rec + "]\n[]", "invalid character '[' after top-level value"},
+		{"[" + rec + "] x", "invalid character 'x' after top-level value"},
+		{`{"suite": "copy"}`, "cannot unmarshal object"},
+		{"[" + rec + `, {"src": 0, "dst": 1, "gbps": 40}]`, `record 1 has suite "", variant "" and device "": a bench record names all three`},
+		{`[{"suite": "copy", "variant": "memcpy", "median_ms": "fast"}]`, "cannot unmarshal string into Go struct field Record.median_ms"},
+		{"", "unexpected end of JSON input"},
+	} {
+		path := filepath.Join(t.TempDir(), "r.json")
+		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadJSON(path); err == nil || !strings.Contains(err.Error(), "bench: "+path+": ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s:\n%v\nwant %q", tc.text, err, tc.want)
+		}
+	}
+	for _, ok := range []string{"[" + rec + "]\n\t ", "[]", "null"} {
+		path := filepath.Join(t.TempDir(), "r.json")
+		os.WriteFile(path, []byte(ok), 0o644)
+		if _, err := ReadJSON(path); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	if _, err := ReadJSON(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("a directory: %v", err)
+	}
+}
+
+// FuzzReadJSON: whatever a file holds, ReadJSON returns records or an
+// error that names the file; the tables of what it returns never panic,
+// and the records write and read back the same.
+func FuzzReadJSON(f *testing.F) {
+	for _, name := range []string{"h200-kmeans-3xtf32-stream.json", "h200-fastmath-cuda-0.json", "h200-spgemm-phases-rmat-06.json"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "docs", "results", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`[{"suite": "s", "variant": "v", "baseline": "v", "device": "cpu", "speedup": 1, "pct_peak_gbps": 120, "error": "x", "params": {"n": 1e308, "s": [1, {"a": null}]}}]`))
+	f.Add([]byte(`[{"suite": "s", "variant": "v", "device": "cpu"}] []`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "in.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := ReadJSON(path)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "bench: "+path+": ") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		Table(recs)
+		Markdown(recs)
+		out := filepath.Join(dir, "out.json")
+		if err := WriteJSON(out, recs); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ReadJSON(out)
+		if err != nil || !reflect.DeepEqual(back, recs) {
+			t.Fatalf("read back differently (%v):\n%+v\n%+v", err, back, recs)
+		}
+	})
 }
 
 func TestLookupUnknown(t *testing.T) {

@@ -287,7 +287,11 @@ func WriteJSONValue(path string, v any) error {
 	return nil
 }
 
-// ReadJSON reads records written by WriteJSON.
+// ReadJSON reads records written by WriteJSON: one JSON array and nothing
+// after it (json.Unmarshal refuses trailing data), every record naming its
+// suite, variant and device, so that a JSON file of something else (a
+// profile, a p2p matrix) is refused rather than read as empty records. A
+// file that cannot be read is the os error as it is (os.IsNotExist works).
 func ReadJSON(path string) ([]Record, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -296,6 +300,12 @@ func ReadJSON(path string) ([]Record, error) {
 	var recs []Record
 	if err := json.Unmarshal(data, &recs); err != nil {
 		return nil, fmt.Errorf("bench: %s: %w", path, err)
+	}
+	for i, r := range recs {
+		if r.Suite == "" || r.Variant == "" || r.Device == "" {
+			return nil, fmt.Errorf("bench: %s: record %d has suite %q, variant %q and device %q: a bench record names all three (is this a file of lab bench --json?)",
+				path, i, r.Suite, r.Variant, r.Device)
+		}
 	}
 	return recs, nil
 }

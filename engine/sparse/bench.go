@@ -8,6 +8,7 @@ import (
 
 	"gpulab/engine"
 	"gpulab/engine/bench"
+	"gpulab/engine/cpu"
 	"gpulab/engine/cuda"
 )
 
@@ -45,6 +46,11 @@ func spmvBytes(m *CSR) float64 {
 func spmvCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 	m, err := LoadMatrix(size)
 	if err != nil {
+		return nil, nil, err
+	}
+	// x, the reference y, and the variants' y (on CUDA, the one read back).
+	need := 4*uint64(m.Cols) + 3*4*uint64(m.Rows)
+	if err := engine.CheckHostMemory("spmv of "+size, "x, the reference y and the variants' y", need); err != nil {
 		return nil, nil, err
 	}
 	p := newSpMVProblem(m, size)
@@ -173,6 +179,13 @@ func spgemmCases(dev *engine.Device, size string) ([]bench.Case, func(), error) 
 	}
 	if a.Rows != a.Cols {
 		return nil, nil, fmt.Errorf("sparse: spgemm computes A², but %s is %d×%d", size, a.Rows, a.Cols)
+	}
+	// The parts sized by A's shape: row pointers of the reference C and of a
+	// variant's, the reference's row lengths, and a sparse accumulator
+	// (a value and a mark per column) for each goroutine.
+	need := 2*4*uint64(a.Rows+1) + 4*uint64(a.Rows) + 8*uint64(a.Cols)*uint64(cpu.Workers())
+	if err := engine.CheckHostMemory("spgemm of "+size, fmt.Sprintf("the row pointers of C and its reference, and %d accumulators of a row", cpu.Workers()), need); err != nil {
+		return nil, nil, err
 	}
 	products := Products(a, a)
 	if products > math.MaxInt32 {

@@ -2,8 +2,11 @@ package sparse
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"slices"
+
+	"gpulab/engine"
 )
 
 // Validate checks that the three arrays have equal lengths, that the shape is
@@ -60,7 +63,10 @@ func (m *COO) Canonical() *COO {
 }
 
 // ToCSR validates m and converts it to CSR, sorting columns within each row
-// and summing duplicates.
+// and summing duplicates. The row pointers are Rows+1 however few the
+// entries, so it first checks that the host has the memory for them and
+// for the sorted entries (engine.CheckHostMemory): a file's header can
+// declare two billion empty rows in three lines.
 func (m *COO) ToCSR() (*CSR, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
@@ -68,6 +74,22 @@ func (m *COO) ToCSR() (*CSR, error) {
 	if len(m.Val) > math.MaxInt32 {
 		return nil, fmt.Errorf("sparse: %d entries do not fit int32 indices", len(m.Val))
 	}
+	what := fmt.Sprintf("the CSR form of a %d×%d matrix with %d entries", m.Rows, m.Cols, len(m.Val))
+	if err := engine.CheckHostMemory(what, fmt.Sprintf("%d row pointers and the entries sorted", m.Rows+1), toCSRBytes(m.Rows, len(m.Val))); err != nil {
+		return nil, err
+	}
+	return m.compress(), nil
+}
+
+// toCSRBytes is the host memory ToCSR takes for rows and nnz entries: the
+// row pointers, Canonical's sorted copy of the entries (row, column,
+// value) and the order it sorts ([]int).
+func toCSRBytes(rows, nnz int) uint64 {
+	return 4*uint64(rows+1) + (12+8)*uint64(nnz)
+}
+
+// compress is ToCSR of a valid m, unchecked.
+func (m *COO) compress() *CSR {
 	c := m.Canonical()
 	ptr := make([]int32, m.Rows+1)
 	for _, r := range c.Row {
@@ -76,7 +98,7 @@ func (m *COO) ToCSR() (*CSR, error) {
 	for i := range m.Rows {
 		ptr[i+1] += ptr[i]
 	}
-	return &CSR{Rows: m.Rows, Cols: m.Cols, RowPtr: ptr, ColIdx: c.Col, Val: c.Val}, nil
+	return &CSR{Rows: m.Rows, Cols: m.Cols, RowPtr: ptr, ColIdx: c.Col, Val: c.Val}
 }
 
 // ToCSC validates m and converts it to CSC (rows increasing within each
@@ -257,21 +279,69 @@ func (m *CSR) RowLengths() []int {
 // RowStats returns the minimum, maximum, mean and (population) standard
 // deviation of the row lengths of m; all zero for a matrix with no rows.
 func RowStats(m *CSR) (minLen, maxLen int, mean, stddev float64) {
-	l := m.RowLengths()
-	if len(l) == 0 {
-		return 0, 0, 0, 0
+	s := rowLengthStats(m.Rows, func(yield func(int) bool) {
+		for i := range m.Rows {
+			if l := int(m.RowPtr[i+1] - m.RowPtr[i]); l > 0 && !yield(l) {
+				return
+			}
+		}
+	})
+	return s.Min, s.Max, s.Mean, s.Stddev
+}
+
+// RowLengthStats summarizes the number of entries in each row of a matrix.
+type RowLengthStats struct {
+	Rows         int // rows, empty or not
+	Empty        int // rows without an entry
+	Min, Max     int
+	Mean, Stddev float64 // the population's
+}
+
+// RowLengthStats counts the entries of each row of m (repeated entries
+// count each time), in memory that grows with the entries and not with the
+// rows: a header's billions of empty rows are one count.
+func (m *COO) RowLengthStats() RowLengthStats {
+	rows := slices.Clone(m.Row)
+	slices.Sort(rows)
+	return rowLengthStats(m.Rows, func(yield func(int) bool) {
+		for start := 0; start < len(rows); {
+			end := start + 1
+			for end < len(rows) && rows[end] == rows[start] {
+				end++
+			}
+			if !yield(end - start) {
+				return
+			}
+			start = end
+		}
+	})
+}
+
+// rowLengthStats summarizes rows row lengths, of which lengths yields the
+// nonzero ones (it is read twice); the other rows are empty.
+func rowLengthStats(rows int, lengths iter.Seq[int]) RowLengthStats {
+	s := RowLengthStats{Rows: rows, Empty: rows}
+	if rows == 0 {
+		return s
 	}
-	minLen, maxLen = l[0], l[0]
 	var sum float64
-	for _, v := range l {
-		minLen, maxLen = min(minLen, v), max(maxLen, v)
-		sum += float64(v)
+	for l := range lengths {
+		if s.Empty == rows {
+			s.Min = l
+		}
+		s.Empty--
+		s.Min, s.Max = min(s.Min, l), max(s.Max, l)
+		sum += float64(l)
 	}
-	mean = sum / float64(len(l))
-	var ss float64
-	for _, v := range l {
-		d := float64(v) - mean
+	if s.Empty > 0 {
+		s.Min = 0
+	}
+	s.Mean = sum / float64(rows)
+	ss := float64(s.Empty) * s.Mean * s.Mean
+	for l := range lengths {
+		d := float64(l) - s.Mean
 		ss += d * d
 	}
-	return minLen, maxLen, mean, math.Sqrt(ss / float64(len(l)))
+	s.Stddev = math.Sqrt(ss / float64(rows))
+	return s
 }

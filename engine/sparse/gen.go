@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"gpulab/engine"
 )
 
 // Generators are deterministic: the same arguments (and seed) give the same
@@ -152,11 +154,7 @@ func RMAT(scale, edgeFactor int, a, b, c float64, seed uint64) *CSR {
 		}
 		coo.Row[e], coo.Col[e], coo.Val[e] = i, j, randVal(r)
 	}
-	m, err := coo.ToCSR()
-	if err != nil {
-		panic(err) // unreachable: indices are in range by construction
-	}
-	return m
+	return coo.compress() // valid by construction
 }
 
 func checkRMAT(scale, edgeFactor int, a, b, c float64) error {
@@ -199,6 +197,9 @@ func Generate(spec string) (*CSR, error) {
 	}
 	p := specParser{spec: spec, fields: fields}
 	var m func() *CSR
+	// need is the host memory the generator takes, for what.
+	var need uint64
+	what := "its CSR arrays"
 	switch kind {
 	case "uniform":
 		n, k, seed := p.int("n", -1, 1, math.MaxInt32), p.int("k", -1, 0, math.MaxInt32), p.seed()
@@ -207,16 +208,16 @@ func Generate(spec string) (*CSR, error) {
 		} else if p.err == nil && n*k > math.MaxInt32 {
 			p.fail("k", "n·k = %d entries do not fit int32", n*k)
 		}
-		m = func() *CSR { return Uniform(n, k, seed) }
+		m, need = func() *CSR { return Uniform(n, k, seed) }, csrBytes(n, n*k)
 	case "banded":
 		n, w, seed := p.int("n", -1, 1, math.MaxInt32), p.int("w", -1, 0, math.MaxInt32), p.seed()
 		if p.err == nil && n*(2*w+1) > math.MaxInt32 {
 			p.fail("w", "n·(2w+1) = %d entries do not fit int32", n*(2*w+1))
 		}
-		m = func() *CSR { return Banded(n, w, seed) }
+		m, need = func() *CSR { return Banded(n, w, seed) }, csrBytes(n, n*(2*w+1))
 	case "poisson":
 		k := p.int("k", -1, 1, 20000)
-		m = func() *CSR { return Poisson2D(k) }
+		m, need = func() *CSR { return Poisson2D(k) }, csrBytes(k*k, 5*k*k)
 	case "rmat":
 		scale := p.int("scale", -1, 0, 30)
 		ef := p.int("ef", 16, 0, math.MaxInt32)
@@ -230,6 +231,7 @@ func Generate(spec string) (*CSR, error) {
 			}
 		}
 		m = func() *CSR { return RMAT(scale, ef, a, b, c, seed) }
+		need, what = 12*uint64(ef<<scale)+toCSRBytes(1<<scale, ef<<scale), "its edges and their conversion to CSR"
 	default:
 		return nil, fmt.Errorf("sparse: spec %q: unknown kind %q (want uniform, banded, poisson or rmat)", spec, kind)
 	}
@@ -241,8 +243,15 @@ func Generate(spec string) (*CSR, error) {
 			return nil, fmt.Errorf("sparse: spec %q: unknown field %q for %s", spec, k, kind)
 		}
 	}
+	if err := engine.CheckHostMemory(fmt.Sprintf("sparse: matrix %s", spec), what, need); err != nil {
+		return nil, err
+	}
 	return m(), nil
 }
+
+// csrBytes is the memory of a CSR matrix of rows rows and nnz entries:
+// row pointers, column indices and values.
+func csrBytes(rows, nnz int) uint64 { return 4*uint64(rows+1) + 8*uint64(nnz) }
 
 type specParser struct {
 	spec   string

@@ -28,8 +28,11 @@ type Header struct {
 	Comments []string // comment lines, without the leading '%'
 }
 
-// maxPrealloc caps the capacity reserved from a header's entry count, so a
-// lying header cannot make the reader allocate more than the data justifies.
+// maxPrealloc caps the capacity reserved from a header's entry count where
+// the input's size is unknown (a stream, a gzipped file), so a lying header
+// cannot make the reader allocate more than the data justifies. Where the
+// size is known, a header that gives more entries than the bytes after it
+// can hold is an error before anything is allocated.
 const maxPrealloc = 1 << 20
 
 // ReadMatrixMarket reads a Matrix Market matrix: coordinate or array format;
@@ -38,23 +41,32 @@ const maxPrealloc = 1 << 20
 // entries are expanded: every off-diagonal entry (i, j) also gives (j, i),
 // negated for skew-symmetric. Indices in the file are 1-based; the COO's are
 // 0-based. Array (dense) files keep only their nonzero values. Complex
-// and hermitian matrices are not supported. Errors name the line, as
-// "line N: ...".
+// and hermitian matrices are not supported, and neither are values that
+// are not finite (NaN, Inf, or beyond float32's range), which no
+// computation of the lab can use. Errors name the line, as "line N: ...",
+// and for a bad value the entry, as "entry K (i, j)".
 func ReadMatrixMarket(r io.Reader) (*COO, Header, error) {
-	return readMM(r, "")
+	return readMM(r, "", -1)
 }
 
 // ReadMatrixMarketFile reads a Matrix Market file, gunzipping it when it
 // starts with the gzip magic bytes or its name ends in ".gz". Errors name
-// the file and line, as "path:line N: ...".
+// the file and line, as "path:line N: ...". A file that is not gzipped
+// must be large enough for the entries its size line gives, at the fewest
+// bytes an entry's line can take.
 func ReadMatrixMarketFile(path string) (*COO, Header, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, Header{}, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, Header{}, err
+	}
 	br := bufio.NewReaderSize(f, 1<<16)
 	var r io.Reader = br
+	size := st.Size()
 	magic, _ := br.Peek(2)
 	if strings.HasSuffix(path, ".gz") || (len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
 		zr, err := gzip.NewReader(br)
@@ -62,16 +74,17 @@ func ReadMatrixMarketFile(path string) (*COO, Header, error) {
 			return nil, Header{}, fmt.Errorf("%s: %w", path, err)
 		}
 		defer zr.Close()
-		r = zr
+		r, size = zr, -1
 	}
-	return readMM(r, path)
+	return readMM(r, path, size)
 }
 
-// mmReader tracks the position for error messages.
+// mmReader tracks the position for error messages, and the bytes read.
 type mmReader struct {
-	sc   *bufio.Scanner
-	name string
-	line int
+	sc    *bufio.Scanner
+	name  string
+	line  int
+	bytes int64 // the lines read with a newline each (a "\r\n" counts one byte)
 }
 
 func (p *mmReader) errorf(format string, args ...any) error {
@@ -92,10 +105,13 @@ func (p *mmReader) next() (string, bool, error) {
 		return "", false, nil
 	}
 	p.line++
+	p.bytes += int64(len(p.sc.Bytes())) + 1
 	return p.sc.Text(), true, nil
 }
 
-func readMM(r io.Reader, name string) (*COO, Header, error) {
+// readMM reads a Matrix Market matrix from r, called name in errors; size
+// is r's length in bytes, or -1 when unknown.
+func readMM(r io.Reader, name string, size int64) (*COO, Header, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	p := &mmReader{sc: sc, name: name}
@@ -115,7 +131,7 @@ func readMM(r io.Reader, name string) (*COO, Header, error) {
 	}
 
 	// Comments, then the size line.
-	var size []string
+	var sizeLine []string
 	for {
 		line, ok, err := p.next()
 		if err != nil {
@@ -133,11 +149,14 @@ func readMM(r io.Reader, name string) (*COO, Header, error) {
 		if t == "" {
 			continue
 		}
-		size = strings.Fields(t)
+		sizeLine = strings.Fields(t)
 		break
 	}
-	if err := h.parseSize(size); err != nil {
+	if err := h.parseSize(sizeLine); err != nil {
 		return nil, h, p.errorf("%v", err)
+	}
+	if need, rest := h.minEntryBytes(), max(size-p.bytes, 0); size >= 0 && need > rest {
+		return nil, h, p.errorf("the size line gives %d entries, which take at least %d bytes, but %d bytes follow it", h.Entries, need, rest)
 	}
 
 	m := &COO{Rows: h.Rows, Cols: h.Cols}
@@ -183,7 +202,7 @@ func readMM(r io.Reader, name string) (*COO, Header, error) {
 				return nil, h, p.errorf("want 1 value in an array entry, have %d fields", len(f))
 			}
 			if v, err = h.parseValue(f[0]); err != nil {
-				return nil, h, p.errorf("%v", err)
+				return nil, h, p.errorf("entry %d (%d, %d): %v", n, ai+1, aj+1, err)
 			}
 			i, j = ai, aj
 			ai++
@@ -216,7 +235,7 @@ func readMM(r io.Reader, name string) (*COO, Header, error) {
 			v = 1
 			if want == 3 {
 				if v, err = h.parseValue(f[2]); err != nil {
-					return nil, h, p.errorf("%v", err)
+					return nil, h, p.errorf("entry %d (%d, %d): %v", n, i+1, j+1, err)
 				}
 			}
 			if i == j && h.Symmetry == "skew-symmetric" {
@@ -350,13 +369,32 @@ func (h *Header) parseValue(s string) (float32, error) {
 		return float32(i), nil
 	}
 	v, err := strconv.ParseFloat(s, 32)
-	if err != nil {
-		if errors.Is(err, strconv.ErrRange) {
-			return 0, fmt.Errorf("value %q is out of float32 range", trunc(s))
-		}
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("value %q is beyond float32's range (it would be infinite)", trunc(s))
+	case err != nil:
 		return 0, fmt.Errorf("value %q is not a number", trunc(s))
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return 0, fmt.Errorf("value %q is not finite: the lab computes with finite values only", trunc(s))
 	}
 	return float32(v), nil
+}
+
+// minEntryBytes is the fewest bytes that h's entries take in a file: each
+// on its own line of one-digit numbers separated by single spaces, the
+// last line without its newline.
+func (h *Header) minEntryBytes() int64 {
+	if h.Entries == 0 {
+		return 0
+	}
+	perLine := int64(6) // "1 1 1\n"
+	switch {
+	case h.Format == "array":
+		perLine = 2 // "1\n"
+	case h.Field == "pattern":
+		perLine = 4 // "1 1\n"
+	}
+	return int64(h.Entries)*perLine - 1
 }
 
 // trunc shortens s for an error message.

@@ -119,9 +119,13 @@ func TestReadErrors(t *testing.T) {
 		{"row out of range", coord + "2 2 2\n1 1 1\n3 1 1\n", "line 4: row index 3 out of range 1..2"},
 		{"col zero", coord + "2 2 1\n1 0 1\n", "line 3: column index 0 out of range 1..2"},
 		{"bad index", coord + "2 2 1\n1.5 1 1\n", "line 3: row index \"1.5\" is not an integer"},
-		{"bad value", coord + "2 2 1\n1 1 abc\n", "line 3: value \"abc\" is not a number"},
-		{"value range", coord + "2 2 1\n1 1 1e40\n", "line 3: value \"1e40\" is out of float32 range"},
-		{"bad integer", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 1 2.5\n", "line 3: value \"2.5\" is not an integer"},
+		{"bad value", coord + "2 2 1\n1 1 abc\n", "line 3: entry 1 (1, 1): value \"abc\" is not a number"},
+		{"value range", coord + "2 2 1\n1 1 1e40\n", "line 3: entry 1 (1, 1): value \"1e40\" is beyond float32's range"},
+		{"nan", coord + "2 2 2\n1 1 1\n2 1 NaN\n", "line 4: entry 2 (2, 1): value \"NaN\" is not finite"},
+		{"inf", coord + "% c\n2 2 1\n1 2 -Inf\n", "line 4: entry 1 (1, 2): value \"-Inf\" is not finite"},
+		{"array inf", "%%MatrixMarket matrix array real general\n2 2\n1\ninfinity\n", "line 4: entry 2 (2, 1): value \"infinity\" is not finite"},
+		{"symmetric array nan", "%%MatrixMarket matrix array real symmetric\n2 2\n1\n2\nnan\n", "line 5: entry 3 (2, 2): value \"nan\" is not finite"},
+		{"bad integer", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 1 2.5\n", "line 3: entry 1 (1, 1): value \"2.5\" is not an integer"},
 		{"missing value", coord + "2 2 1\n1 1\n", "line 3: want 3 fields in a real entry, have 2"},
 		{"pattern with value", "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 1 1\n", "line 3: want 2 fields"},
 		{"too few", coord + "2 2 3\n1 1 1\n\n2 2 1\n", "line 6: file ends after 2 of the 3 entries"},
@@ -146,6 +150,41 @@ func TestReadFileErrorNamesPath(t *testing.T) {
 	_, _, err := ReadMatrixMarketFile(path)
 	if err == nil || !strings.HasPrefix(err.Error(), path+":line 3: row index 9") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// TestReadFileTooShortForItsHeader: a file whose size line gives more
+// entries than the bytes after it can hold is refused at the size line,
+// before anything is sized by it; a file of the fewest bytes that can hold
+// them is read.
+func TestReadFileTooShortForItsHeader(t *testing.T) {
+	const coord = "%%MatrixMarket matrix coordinate real general\n"
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, content, err string
+	}{
+		{"lying", coord + "2000000000 2000000000 2000000000\n1 1 1\n", "line 2: the size line gives 2000000000 entries, which take at least 11999999999 bytes, but 6 bytes follow it"},
+		{"short", coord + "% c\n3 3 2\n1 1 1\n", "line 3: the size line gives 2 entries, which take at least 11 bytes, but 6 bytes follow it"},
+		{"array", "%%MatrixMarket matrix array real general\n40000 40000\n1\n", "line 2: the size line gives 1600000000 entries, which take at least 3199999999 bytes, but 2 bytes follow it"},
+		{"no entries", coord + "2000000000 2000000000 0\n", ""},
+		{"no entries, no newline", coord + "2 2 0", ""},
+		{"fewest bytes", coord + "2 2 2\n1 1 1\n2 2 2", ""},
+		{"pattern fewest bytes", "%%MatrixMarket matrix coordinate pattern general\r\n2 2 2\r\n1 1\r\n2 2", ""},
+		{"array fewest bytes", "%%MatrixMarket matrix array integer general\n2 1\n1\n2", ""},
+	} {
+		path := filepath.Join(dir, tc.name+".mtx")
+		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, h, err := ReadMatrixMarketFile(path)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.err == "" && m.NNZ() != h.Entries:
+			t.Errorf("%s: %d entries read, the header gives %d", tc.name, m.NNZ(), h.Entries)
+		case tc.err != "" && (err == nil || err.Error() != path+":"+tc.err):
+			t.Errorf("%s: error %v\nwant %s:%s", tc.name, err, path, tc.err)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package lfm2
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -143,8 +144,11 @@ type headerEntry struct {
 
 // OpenSafetensors maps the file at path read-only and validates its header:
 // every tensor has a known dtype, a non-negative shape, and data_offsets
-// inside the data spanning exactly its shape's bytes. The caller must Close
-// the file, after which its tensors' data is gone.
+// inside the data spanning exactly its shape's bytes; and the tensors tile
+// the data, as Hugging Face's safetensors requires: no two share a byte
+// (weights aliased) and no byte is left to none (a gap, or bytes after the
+// last). The caller must Close the file, after which its tensors' data is
+// gone.
 func OpenSafetensors(path string) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -192,6 +196,7 @@ func (f *File) parse() error {
 		delete(header, "__metadata__")
 	}
 	f.Tensors = make(map[string]*Tensor, len(header))
+	spans := make([]tensorSpan, 0, len(header))
 	for _, name := range slices.Sorted(maps.Keys(header)) {
 		var e headerEntry
 		if err := json.Unmarshal(header[name], &e); err != nil {
@@ -221,6 +226,47 @@ func (f *File) parse() error {
 				name, e.Shape, itemSize[e.DType], size, end-begin)
 		}
 		f.Tensors[name] = &Tensor{Name: name, DType: e.DType, Shape: e.Shape, data: data[begin:end:end]}
+		spans = append(spans, tensorSpan{name, begin, end})
+	}
+	return checkTiling(spans, int64(len(data)))
+}
+
+// tensorSpan is a tensor's data_offsets.
+type tensorSpan struct {
+	name       string
+	begin, end int64
+}
+
+// checkTiling returns an error unless spans, in any order, cover the n
+// bytes of data end to end: each begins where the one before it ends, the
+// first at 0, the last at n. Errors name the tensors and their offsets.
+func checkTiling(spans []tensorSpan, n int64) error {
+	slices.SortFunc(spans, func(a, b tensorSpan) int {
+		return cmp.Or(cmp.Compare(a.begin, b.begin), cmp.Compare(a.end, b.end), cmp.Compare(a.name, b.name))
+	})
+	var prev *tensorSpan
+	at := int64(0) // where the next tensor must begin
+	for i := range spans {
+		sp := &spans[i]
+		switch {
+		case sp.begin < at:
+			return fmt.Errorf("tensor %s data_offsets [%d, %d] overlap tensor %s's [%d, %d]: two tensors may not share bytes",
+				sp.name, sp.begin, sp.end, prev.name, prev.begin, prev.end)
+		case sp.begin > at && prev == nil:
+			return fmt.Errorf("bytes [0, %d) of the data, before tensor %s's data_offsets [%d, %d], belong to no tensor",
+				sp.begin, sp.name, sp.begin, sp.end)
+		case sp.begin > at:
+			return fmt.Errorf("bytes [%d, %d) of the data, between tensor %s's data_offsets [%d, %d] and tensor %s's [%d, %d], belong to no tensor",
+				at, sp.begin, prev.name, prev.begin, prev.end, sp.name, sp.begin, sp.end)
+		}
+		prev, at = sp, sp.end
+	}
+	if at != n {
+		if prev == nil {
+			return fmt.Errorf("%d bytes of data but no tensor", n)
+		}
+		return fmt.Errorf("bytes [%d, %d) of the data, after tensor %s's data_offsets [%d, %d], belong to no tensor",
+			at, n, prev.name, prev.begin, prev.end)
 	}
 	return nil
 }

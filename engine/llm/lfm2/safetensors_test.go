@@ -3,6 +3,7 @@ package lfm2
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -159,6 +160,46 @@ func TestSafetensorsErrors(t *testing.T) {
 	}
 	if _, err := OpenSafetensors(filepath.Join(dir, "absent.safetensors")); err == nil {
 		t.Error("absent file opened")
+	}
+}
+
+// TestSafetensorsTiling: the tensors of a file must cover its data end to
+// end, as Hugging Face's safetensors requires: overlapping data_offsets
+// (aliased weights), gaps and bytes that belong to no tensor are errors
+// naming the tensors and their offsets.
+func TestSafetensorsTiling(t *testing.T) {
+	dir := t.TempDir()
+	f32 := func(name string, n, begin, end int) string {
+		return fmt.Sprintf(`"%s": {"dtype": "F32", "shape": [%d], "data_offsets": [%d, %d]}`, name, n, begin, end)
+	}
+	for _, tc := range []struct {
+		name    string
+		tensors []string
+		data    int
+		want    string // "" for a valid file
+	}{
+		{"overlap", []string{f32("a", 2, 0, 8), f32("b", 2, 4, 12)}, 12, "tensor b data_offsets [4, 12] overlap tensor a's [0, 8]: two tensors may not share bytes"},
+		{"aliased", []string{f32("w2", 2, 0, 8), f32("w1", 2, 0, 8)}, 8, "tensor w2 data_offsets [0, 8] overlap tensor w1's [0, 8]: two tensors may not share bytes"},
+		{"empty inside another", []string{f32("a", 2, 0, 8), f32("z", 0, 4, 4)}, 8, "tensor z data_offsets [4, 4] overlap tensor a's [0, 8]: two tensors may not share bytes"},
+		{"gap", []string{f32("b", 1, 8, 12), f32("a", 1, 0, 4)}, 12, "bytes [4, 8) of the data, between tensor a's data_offsets [0, 4] and tensor b's [8, 12], belong to no tensor"},
+		{"before the first", []string{f32("a", 2, 4, 12)}, 12, "bytes [0, 4) of the data, before tensor a's data_offsets [4, 12], belong to no tensor"},
+		{"after the last", []string{f32("a", 1, 0, 4)}, 12, "bytes [4, 12) of the data, after tensor a's data_offsets [0, 4], belong to no tensor"},
+		{"no tensor", nil, 4, "4 bytes of data but no tensor"},
+		{"tiled out of order", []string{f32("z", 0, 8, 8), f32("a", 1, 4, 8), f32("b", 1, 0, 4), f32("e", 0, 0, 0)}, 8, ""},
+		{"nothing", nil, 0, ""},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".safetensors")
+		writeFile(t, path, stBytes("{"+strings.Join(tc.tensors, ", ")+"}", make([]byte, tc.data)))
+		f, err := OpenSafetensors(path)
+		if err == nil {
+			f.Close()
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || err.Error() != "lfm2: "+path+": "+tc.want):
+			t.Errorf("%s: error %v\nwant lfm2: %s: %s", tc.name, err, path, tc.want)
+		}
 	}
 }
 

@@ -40,7 +40,8 @@ import (
 // Tokenizer is a loaded tokenizer.json. It is safe for concurrent use.
 type Tokenizer struct {
 	vocab        map[string]int   // the BPE model's token -> id
-	tokens       []string         // id -> token, model and added; "" for an unused id
+	tokens       map[int]string   // id -> token, model and added (ids may have gaps)
+	vocabSize    int              // one more than the largest id
 	merges       map[[2]int]merge // (left id, right id) -> the merge
 	ignoreMerges bool             // a word that is a whole token is not merged up to (Llama 3)
 	unk          int              // unk_token's id, or -1
@@ -159,7 +160,7 @@ func parse(data []byte) (*Tokenizer, error) {
 	if f.Truncation != nil && string(f.Truncation) != "null" {
 		return nil, fmt.Errorf("truncation is set: not supported (encodings are never truncated here)")
 	}
-	t := &Tokenizer{special: map[int]bool{}, normalize: func(s string) string { return s }}
+	t := &Tokenizer{tokens: map[int]string{}, special: map[int]bool{}, normalize: func(s string) string { return s }}
 	if err := t.readModel(f.Model); err != nil {
 		return nil, err
 	}
@@ -247,21 +248,25 @@ func (t *Tokenizer) readModel(m *modelJSON) error {
 	return nil
 }
 
-// setToken records that id is tok, growing the id table as needed.
+// maxID bounds the ids a tokenizer.json may use: ample for any vocabulary
+// (the largest are about 256K), and small enough that a consumer may size a
+// table by VocabSize.
+const maxID = 1 << 24
+
+// setToken records that id is tok. The ids are kept in a map, not a table
+// indexed by id, so a file that names a large id costs nothing for it.
 func (t *Tokenizer) setToken(id int, tok, where string) error {
-	if id < 0 || id > 1<<24 {
-		return fmt.Errorf("%s token %q has id %d", where, tok, id)
+	if id < 0 || id > maxID {
+		return fmt.Errorf("%s token %q has id %d, want 0 .. %d", where, tok, id, maxID)
 	}
 	if tok == "" {
 		return fmt.Errorf("%s has an empty token (id %d)", where, id)
 	}
-	for len(t.tokens) <= id {
-		t.tokens = append(t.tokens, "")
-	}
-	if old := t.tokens[id]; old != "" && old != tok {
+	if old, ok := t.tokens[id]; ok && old != tok {
 		return fmt.Errorf("%s token %q has id %d, which is already %q", where, tok, id, old)
 	}
 	t.tokens[id] = tok
+	t.vocabSize = max(t.vocabSize, id+1)
 	return nil
 }
 
@@ -414,7 +419,7 @@ func (t *Tokenizer) readPostProcessor(c *component) error {
 				return fmt.Errorf("post_processor template names %q, which is not in its special_tokens", item.SpecialToken.ID)
 			}
 			for _, id := range sp.IDs {
-				if id < 0 || id >= len(t.tokens) || t.tokens[id] == "" {
+				if _, ok := t.tokens[id]; !ok {
 					return fmt.Errorf("post_processor special token %q has id %d, which is not a token", item.SpecialToken.ID, id)
 				}
 			}
@@ -434,7 +439,7 @@ func (t *Tokenizer) readPostProcessor(c *component) error {
 }
 
 // VocabSize is the number of ids: one more than the largest.
-func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
+func (t *Tokenizer) VocabSize() int { return t.vocabSize }
 
 // ID returns the id of token (a vocab or added token, as tokenizer.json
 // spells it).
@@ -537,10 +542,11 @@ func splitAdded(text string, added []addedToken) []segment {
 func (t *Tokenizer) Decode(ids []int) (string, error) {
 	var b []byte
 	for i, id := range ids {
-		if id < 0 || id >= len(t.tokens) || t.tokens[id] == "" {
-			return "", fmt.Errorf("tokenizer: id %d (at %d) is not a token of this %d-id vocabulary", id, i, len(t.tokens))
+		tok, ok := t.tokens[id]
+		if !ok {
+			return "", fmt.Errorf("tokenizer: id %d (at %d) is not a token of this %d-id vocabulary", id, i, t.vocabSize)
 		}
-		b = append(b, fromByteLevel(t.tokens[id])...)
+		b = append(b, fromByteLevel(tok)...)
 	}
 	return string(b), nil
 }

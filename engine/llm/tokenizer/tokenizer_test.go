@@ -2,8 +2,10 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -237,6 +239,12 @@ func TestParseErrors(t *testing.T) {
 	if _, err := Parse([]byte("{")); err == nil {
 		t.Error("malformed JSON accepted")
 	}
+	if _, err := Parse(append(handJSON(t, nil), " {}"...)); err == nil || !strings.Contains(err.Error(), "after top-level value") {
+		t.Errorf("trailing data after the document: %v", err)
+	}
+	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("Load of a directory: %v", err)
+	}
 	if _, err := Load(filepath.Join(t.TempDir(), "none.json")); err == nil || !strings.Contains(err.Error(), "none.json") {
 		t.Errorf("Load of a missing file: %v", err)
 	}
@@ -244,6 +252,31 @@ func TestParseErrors(t *testing.T) {
 	tok := hand(t, func(m map[string]any) { delete(m["model"].(map[string]any)["vocab"].(map[string]int), "!") })
 	if _, err := tok.Encode("hi!", false); err == nil || !strings.Contains(err.Error(), "byte 0x21") {
 		t.Errorf("Encode with a missing byte: %v", err)
+	}
+}
+
+// TestLargeIDs: ids may have gaps, and a large one costs no table: a file
+// of a few bytes once made Parse allocate 16M ids (256 MB).
+func TestLargeIDs(t *testing.T) {
+	var tok *Tokenizer
+	n := allocated(func() {
+		tok = hand(t, func(m map[string]any) { m["added_tokens"].([]map[string]any)[2]["id"] = maxID })
+	})
+	if n > 1<<24 {
+		t.Errorf("Parse allocated %d bytes", n)
+	}
+	if tok.VocabSize() != maxID+1 {
+		t.Errorf("VocabSize = %d, want %d", tok.VocabSize(), maxID+1)
+	}
+	if text, err := tok.Decode([]int{maxID, 'x'}); err != nil || text != "<|a|>bx" {
+		t.Errorf("Decode = %q, %v", text, err)
+	}
+	if _, err := tok.Decode([]int{maxID - 1}); err == nil || !strings.Contains(err.Error(), "is not a token") {
+		t.Errorf("Decode of an id in a gap: %v", err)
+	}
+	_, err := Parse(handJSON(t, func(m map[string]any) { m["added_tokens"].([]map[string]any)[2]["id"] = maxID + 1 }))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf(`token "<|a|>b" has id %d, want 0 .. %d`, maxID+1, maxID)) {
+		t.Errorf("an id beyond maxID: %v", err)
 	}
 }
 
@@ -291,6 +324,90 @@ func FuzzRoundTrip(f *testing.F) {
 			t.Fatalf("Decode(Encode(%q)) = %q, %v", s, back, err)
 		}
 	})
+}
+
+// FuzzParse: whatever the bytes, Parse returns a tokenizer or an error
+// that says what is wrong, allocating in proportion to the file; a
+// tokenizer it returns encodes text into ids it can decode, and, with no
+// unk_token, decodes ASCII text without added tokens back to itself (after
+// a prefix space, if the pre-tokenizer adds one).
+func FuzzParse(f *testing.F) {
+	fixture, err := os.ReadFile(filepath.Join(fixtureDir, "tokenizer.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(fixture, "Hello, world! <|im_start|>user 12345")
+	f.Add(handJSON(f, nil), "hello the <|a|>b")
+	f.Add(handJSON(f, func(m map[string]any) {
+		model := m["model"].(map[string]any)
+		model["unk_token"], model["fuse_unk"], model["ignore_merges"] = "h", true, true
+		m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "NFKC"}}}
+		m["pre_tokenizer"] = map[string]any{"type": "ByteLevel", "add_prefix_space": true}
+		m["post_processor"] = map[string]any{"type": "Sequence", "processors": []any{map[string]any{"type": "ByteLevel"}}}
+	}), "hell o\n\tthe")
+	f.Add(handJSON(f, func(m map[string]any) { m["added_tokens"].([]map[string]any)[2]["id"] = maxID }), "x")
+	f.Add([]byte(`{"model": {"type": "BPE", "vocab": {"a": 16777216}, "merges": []}}`), "a")
+	f.Fuzz(func(t *testing.T, data []byte, text string) {
+		var tok *Tokenizer
+		var err error
+		if n := allocated(func() { tok, err = Parse(data) }); n > 64*uint64(len(data))+1<<20 {
+			t.Fatalf("parsing %d bytes allocated %d", len(data), n)
+		}
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "tokenizer: ") || len(err.Error()) < len("tokenizer: ")+10 {
+				t.Fatalf("error %q says too little", err)
+			}
+			return
+		}
+		ids, err := tok.Encode(text, true)
+		if err != nil {
+			if !strings.Contains(err.Error(), "has no token") {
+				t.Fatalf("Encode(%q): %v", text, err)
+			}
+			return
+		}
+		for _, id := range ids {
+			if id < 0 || id >= tok.VocabSize() {
+				t.Fatalf("Encode(%q) gave id %d of a %d-id vocabulary", text, id, tok.VocabSize())
+			}
+		}
+		if _, err := tok.Decode(ids); err != nil {
+			t.Fatalf("Decode(Encode(%q)): %v", text, err)
+		}
+		plain, err := tok.Encode(text, false)
+		if err != nil || tok.unk >= 0 || !asciiWithoutAdded(tok, text) {
+			return
+		}
+		back, err := tok.Decode(plain)
+		if err != nil || !strings.HasSuffix(back, text) || len(back) > len(text)+1 {
+			t.Fatalf("Decode(Encode(%q)) = %q, %v", text, back, err)
+		}
+	})
+}
+
+// asciiWithoutAdded says whether text is ASCII, which every normalizer
+// leaves alone, and holds no added token.
+func asciiWithoutAdded(tok *Tokenizer, text string) bool {
+	for i := range len(text) {
+		if text[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	for _, a := range slices.Concat(tok.added, tok.normAdded) {
+		if strings.Contains(text, a.content) {
+			return false
+		}
+	}
+	return true
+}
+
+// allocated is how many bytes run allocates on the heap.
+func allocated(run func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	run()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
 
 // fixtureDir holds tokenizer.json and the encodings that Hugging Face

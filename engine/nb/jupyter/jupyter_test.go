@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,18 +149,80 @@ func TestNotebookReadWrite(t *testing.T) {
 			t.Errorf("written notebook lacks %q:\n%s", want, data)
 		}
 	}
+}
+
+// TestNotebookErrors: a malformed notebook is an error that names the
+// notebook and the place: the line and column, or the cell.
+func TestNotebookErrors(t *testing.T) {
+	const md = `{"cell_type": "markdown", "metadata": {}, "source": "# T"}`
+	cells := func(cell string) string { return `{"nbformat": 4, "cells": [` + md + `, ` + cell + `]}` }
 	for _, tc := range []struct{ text, want string }{
-		{`{"cells": [`, "is not a notebook (JSON)"},
-		{`{"nbformat": 3, "worksheets": []}`, "nbformat 3, want 4"},
-		{`{"nbformat": 4}`, "no list of cells"},
-		{`{"nbformat": 4, "cells": [1]}`, "cell #1 is not an object"},
+		{`{"cells": [`, "bad.ipynb is not a notebook (JSON): the end, line 1, column 12: unexpected EOF"},
+		{"{\n \"cells\": [}", "bad.ipynb is not a notebook (JSON): line 2, column 12: invalid character '}'"},
+		{`{"nbformat": 3, "worksheets": []}`, "bad.ipynb: nbformat is a number (3), want 4"},
+		{`{"cells": []}`, "bad.ipynb: nbformat is null or missing, want 4"},
+		{`{"nbformat": 4}`, "bad.ipynb: no list of cells"},
+		{`{"nbformat": 4, "cells": [1]}`, "bad.ipynb: cell #1 is a number (1), want an object"},
+		{`{"nbformat": 4, "cells": []}` + "\n{}", "bad.ipynb is not a notebook (JSON): line 2, column 1: data after the JSON value"},
+		{`{"nbformat": 4, "cells": []}]`, "line 1, column 29: data after"},
+		{`[]`, "bad.ipynb is not a notebook (JSON): json: cannot unmarshal array"},
+		{cells(`{"cell_type": "code", "source": 42}`), "bad.ipynb: cell #2 (counting from 1, markdown cells included): code cell: source is a number (42), want a string or a list of strings"},
+		{cells(`{"cell_type": "code"}`), "cell #2 (counting from 1, markdown cells included): code cell: source is null or missing"},
+		{cells(`{"cell_type": "markdown", "source": ["a\n", {"b": 1}]}`), "cell #2 (counting from 1, markdown cells included): markdown cell: source line 2 is an object, want a string"},
+		{cells(`{"cell_type": "code", "source": [true]}`), "source line 1 is a boolean (true), want a string"},
+		{cells(`{"source": "x"}`), "cell #2 (counting from 1, markdown cells included): cell_type is null or missing, want code, markdown or raw"},
+		{cells(`{"cell_type": "heading", "source": "x"}`), `cell_type "heading", want code, markdown or raw`},
 	} {
-		path := filepath.Join(dir, "bad.ipynb")
+		path := filepath.Join(t.TempDir(), "bad.ipynb")
 		os.WriteFile(path, []byte(tc.text), 0o644)
 		if _, err := ReadNotebook(path); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.text, err, tc.want)
+			t.Errorf("%s:\n%v\nwant %q", tc.text, err, tc.want)
 		}
 	}
+	if _, err := ReadNotebook(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("a directory: %v", err)
+	}
+}
+
+// FuzzParseNotebook: whatever the bytes, ParseNotebook returns a notebook
+// or an error that names it; a notebook it returns is written and read
+// back with the same cells.
+func FuzzParseNotebook(f *testing.F) {
+	root := filepath.Join("..", "..", "..", "notebooks")
+	paths, _ := filepath.Glob(filepath.Join(root, "exercises", "*.ipynb"))
+	paths = append(paths, filepath.Join(root, "00-devices-and-bandwidth.ipynb"))
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	if len(paths) < 2 {
+		f.Fatalf("no notebooks under %s", root)
+	}
+	f.Add([]byte(`{"nbformat": 4, "nbformat_minor": 5, "metadata": {"n": 1e400}, "cells": [{"cell_type": "raw", "source": ["a", "b\n"]}]}`))
+	f.Add([]byte(`{"nbformat": 4, "cells": [{"cell_type": "code", "source": 1, "outputs": [{"output_type": "stream", "text": 2}]}]} x`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		nb, err := ParseNotebook("fuzz.ipynb", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.ipynb") {
+				t.Fatalf("error does not name the notebook: %v", err)
+			}
+			return
+		}
+		path := filepath.Join(t.TempDir(), "out.ipynb")
+		if err := nb.Write(path); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ReadNotebook(path)
+		if err != nil {
+			t.Fatalf("reading back what Write wrote: %v", err)
+		}
+		if len(back.cells) != len(nb.cells) || !slices.Equal(back.Code(), nb.Code()) || !slices.Equal(back.Markdown(), nb.Markdown()) {
+			t.Fatalf("read back %d cells, want %d, or different sources", len(back.cells), len(nb.cells))
+		}
+	})
 }
 
 // gonbKernel returns the kernel configuration for the GoNB that `make deps`

@@ -3,8 +3,10 @@ package jupyter
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -20,33 +22,116 @@ type Notebook struct {
 	cells []map[string]any
 }
 
-// ReadNotebook reads an .ipynb file.
+// ReadNotebook reads an .ipynb file, as ParseNotebook does.
 func ReadNotebook(path string) (*Notebook, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber() // execution counts and metadata numbers stay as written
+	return ParseNotebook(path, data)
+}
+
+// ParseNotebook reads the bytes of an nbformat 4 notebook; name stands for
+// it in errors. It checks what this package and its callers rely on: one
+// JSON object and nothing after it, nbformat 4, a list of cells, each an
+// object whose cell_type is code, markdown or raw and whose source is a
+// string or a list of strings. An error names the notebook and the line
+// and column, or the cell, where the problem is.
+func ParseNotebook(name string, data []byte) (*Notebook, error) {
 	nb := &Notebook{}
-	if err := dec.Decode(&nb.doc); err != nil {
-		return nil, fmt.Errorf("%s is not a notebook (JSON): %w", path, err)
+	if err := decodeJSON(data, &nb.doc); err != nil {
+		return nil, fmt.Errorf("%s is not a notebook (JSON): %w", name, err)
 	}
 	if v, _ := nb.doc["nbformat"].(json.Number); v.String() != "4" {
-		return nil, fmt.Errorf("%s: nbformat %v, want 4", path, nb.doc["nbformat"])
+		return nil, fmt.Errorf("%s: nbformat is %s, want 4", name, jsonKind(nb.doc["nbformat"]))
 	}
 	cells, ok := nb.doc["cells"].([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: no list of cells", path)
+		return nil, fmt.Errorf("%s: no list of cells", name)
 	}
 	for i, c := range cells {
 		cell, ok := c.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("%s: cell #%d is not an object", path, i+1)
+			return nil, fmt.Errorf("%s: cell #%d is %s, want an object", name, i+1, jsonKind(c))
+		}
+		if err := checkCell(cell); err != nil {
+			return nil, fmt.Errorf("%s: cell #%d (counting from 1, markdown cells included): %w", name, i+1, err)
 		}
 		nb.cells = append(nb.cells, cell)
 	}
 	return nb, nil
+}
+
+// checkCell checks a cell's type and source.
+func checkCell(cell map[string]any) error {
+	switch t := cell["cell_type"].(type) {
+	case string:
+		if t != "code" && t != "markdown" && t != "raw" {
+			return fmt.Errorf("cell_type %q, want code, markdown or raw", t)
+		}
+	default:
+		return fmt.Errorf("cell_type is %s, want code, markdown or raw", jsonKind(t))
+	}
+	switch src := cell["source"].(type) {
+	case string:
+	case []any:
+		for j, line := range src {
+			if _, ok := line.(string); !ok {
+				return fmt.Errorf("%s cell: source line %d is %s, want a string", cell["cell_type"], j+1, jsonKind(line))
+			}
+		}
+	default:
+		return fmt.Errorf("%s cell: source is %s, want a string or a list of strings", cell["cell_type"], jsonKind(src))
+	}
+	return nil
+}
+
+// jsonKind says what kind of JSON value v (decoded with UseNumber) is.
+func jsonKind(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null or missing"
+	case bool:
+		return fmt.Sprintf("a boolean (%v)", v)
+	case json.Number:
+		return fmt.Sprintf("a number (%s)", v)
+	case string:
+		return "a string"
+	case []any:
+		return "a list"
+	}
+	return "an object"
+}
+
+// decodeJSON decodes the one JSON value in data into v, numbers as
+// json.Number so that they are written back as they were. Data after the
+// value is an error; errors say where in data they are: "line L, column
+// C: ...", or "the end, line L, column C: ..." for data cut short.
+func decodeJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var syntax *json.SyntaxError
+	switch err := dec.Decode(v); {
+	case errors.As(err, &syntax):
+		return fmt.Errorf("%s: %w", lineColumn(data, int(syntax.Offset)-1), err) // Offset counts the offending byte
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return fmt.Errorf("the end, %s: %w", lineColumn(data, len(data)), err)
+	case err != nil:
+		return err
+	}
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return fmt.Errorf("%s: data after the JSON value", lineColumn(data, len(data)-len(rest)))
+	}
+	return nil
+}
+
+// lineColumn is "line L, column C" (from 1, columns in bytes) of the byte
+// at offset (from 0) in data.
+func lineColumn(data []byte, offset int) string {
+	offset = min(max(offset, 0), len(data))
+	line := 1 + bytes.Count(data[:offset], []byte("\n"))
+	column := offset - bytes.LastIndexByte(data[:offset], '\n')
+	return fmt.Sprintf("line %d, column %d", line, column)
 }
 
 // Write writes the notebook as Jupyter does (one-space indent, keys sorted,
@@ -135,10 +220,8 @@ func (o *outputs) start(first ...map[string]any) {
 
 // add handles one iopub message of the cell being executed.
 func (o *outputs) add(msgType string, raw json.RawMessage) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var c map[string]any
-	if err := dec.Decode(&c); err != nil {
+	if err := decodeJSON(raw, &c); err != nil {
 		return fmt.Errorf("%s message content is not JSON: %w", msgType, err)
 	}
 	var out map[string]any
@@ -278,16 +361,26 @@ func outputText(cellOutputs []map[string]any) string {
 	return strings.TrimSpace(blankLines.ReplaceAllString(text, "\n"))
 }
 
-// A TextCell is a Markdown cell: its id (may be empty) and its source.
-type TextCell struct{ ID, Source string }
+// A TextCell is a cell of a notebook: its number (from 1, every kind of
+// cell counted), its id (may be empty) and its source.
+type TextCell struct {
+	Number     int
+	ID, Source string
+}
 
 // Markdown returns the notebook's Markdown cells in order.
-func (nb *Notebook) Markdown() []TextCell {
+func (nb *Notebook) Markdown() []TextCell { return nb.cellsOf("markdown") }
+
+// Code returns the notebook's code cells in order.
+func (nb *Notebook) Code() []TextCell { return nb.cellsOf("code") }
+
+// cellsOf returns the cells of one cell_type in order.
+func (nb *Notebook) cellsOf(cellType string) []TextCell {
 	var out []TextCell
-	for _, cell := range nb.cells {
-		if cell["cell_type"] == "markdown" {
+	for i, cell := range nb.cells {
+		if cell["cell_type"] == cellType {
 			id, _ := cell["id"].(string)
-			out = append(out, TextCell{ID: id, Source: cellSource(cell)})
+			out = append(out, TextCell{Number: i + 1, ID: id, Source: cellSource(cell)})
 		}
 	}
 	return out
