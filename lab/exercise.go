@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
-	"gpulab/engine/atomicfile"
 	"gpulab/engine/exercise"
 	"gpulab/engine/nb/jupyter"
 )
@@ -28,59 +25,55 @@ func exerciseFillCmd(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return usageError{fmt.Errorf("--out is required")}
 	}
-	data, err := os.ReadFile(path)
+	nb, err := jupyter.ReadNotebook(path)
 	if err != nil {
 		return err
 	}
-	var nb map[string]any
-	if err := json.Unmarshal(data, &nb); err != nil {
-		return fmt.Errorf("%s: %v", path, err)
-	}
-	cells, _ := nb["cells"].([]any)
 	filled := 0
-	for _, c := range cells {
-		cell, _ := c.(map[string]any)
-		if cell["cell_type"] != "code" {
-			continue
-		}
-		src := jupyter.Source(cell["source"])
+	for _, cell := range nb.Code() {
 		for _, name := range exercise.Names() {
 			marker := "// EXERCISE " + name
-			if !strings.Contains(src, marker) {
+			if !strings.Contains(cell.Source, marker) {
 				continue
 			}
-			e, _ := exercise.Lookup(name)
-			filled++
-			if e.IsGo() { // the whole cell is the solution
-				sol, err := e.Flavors[0].Solution()
-				if err != nil {
-					return err
-				}
-				cell["source"] = sol
-				continue
-			}
-			old, err := exercise.Extract(src, name)
+			sol, err := filledCell(cell.Source, name)
 			if err != nil {
-				return fmt.Errorf("%s: %v", path, err)
+				return fmt.Errorf("%s: the cell marked %s: %w", path, marker, err)
 			}
-			// The solution in the language of the cell's kernel.
-			f, err := e.Flavor(exercise.Language(old))
-			if err != nil {
-				return fmt.Errorf("%s: the cell marked %s: %v", path, marker, err)
-			}
-			sol, err := f.Solution()
-			if err != nil {
+			if err := nb.SetSource(cell.Number, sol); err != nil {
 				return err
 			}
-			cell["source"] = strings.Replace(src, "`"+old+"`", "`"+sol+"`", 1)
+			filled++
 		}
 	}
 	if filled == 0 {
 		return fmt.Errorf("%s: no cell marked // EXERCISE <name> (have %s)", path, strings.Join(exercise.Names(), ", "))
 	}
-	b, err := json.MarshalIndent(nb, "", " ")
+	return nb.Write(*out)
+}
+
+// filledCell is the source of a cell marked // EXERCISE name with the
+// reference solution in place of the student's: the whole cell for a Go
+// exercise, else the kernel between the cell's backticks, in its language.
+func filledCell(src, name string) (string, error) {
+	e, err := exercise.Lookup(name)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return atomicfile.WriteBytes(*out, b)
+	if e.IsGo() {
+		return e.Flavors[0].Solution()
+	}
+	old, err := exercise.Extract(src, name)
+	if err != nil {
+		return "", err
+	}
+	f, err := e.Flavor(exercise.Language(old))
+	if err != nil {
+		return "", err
+	}
+	sol, err := f.Solution()
+	if err != nil {
+		return "", err
+	}
+	return strings.Replace(src, "`"+old+"`", "`"+sol+"`", 1), nil
 }

@@ -385,3 +385,13 @@ func (nb *Notebook) cellsOf(cellType string) []TextCell {
 	}
 	return out
 }
+
+// SetSource replaces the source of the cell numbered number (from 1, as in
+// TextCell.Number).
+func (nb *Notebook) SetSource(number int, src string) error {
+	if number < 1 || number > len(nb.cells) {
+		return fmt.Errorf("no cell #%d: the notebook has %d cells", number, len(nb.cells))
+	}
+	nb.cells[number-1]["source"] = src
+	return nil
+}
