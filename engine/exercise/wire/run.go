@@ -73,10 +73,13 @@ func (c *Client) Run(ts []Task) ([][][]uint32, time.Duration, error) {
 	if c.Committed {
 		doneBytes = 8
 	}
+	// The clock starts before Go is sent: once it is, the worker may run
+	// the whole batch while this process waits for the CPU, and a clock
+	// read after the send would miss that time.
+	start := time.Now()
 	if err := c.conn.Send(Go, key[:]); err != nil {
 		return nil, 0, fmt.Errorf("starting the task: %w", err)
 	}
-	start := time.Now()
 	_, commitment, err := c.recv(Done, doneBytes)
 	took := time.Since(start)
 	if err != nil {
