@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"gpulab/engine/atomicfile"
 	"gpulab/engine/bench"
 	"gpulab/engine/exercise"
+	"gpulab/engine/nb/jupyter"
 	"gpulab/engine/sandbox"
 )
 
@@ -58,8 +58,9 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&g.mdPath, "md", "grades.md", "write the table as Markdown here")
 	fs.StringVar(&g.sandbox, "sandbox", "auto", "auto: bubblewrap if it can run here, else the limits that remain (the table says which); bwrap: refuse to grade without it; none: limits only")
 	memory := fs.String("memory", "4G", "memory limit per submission (host memory: address space, or data on a GPU)")
+	course := fs.String("course", "", "an instructor's course file (docs/course.md): hidden shapes, a seed and reference solutions of the instructor's own; no submission sees it")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab grade --exercise NAME [--timeout 2m] [--csv F] [--md F] [--sandbox auto|bwrap|none] [--memory 4G] SUBMISSION... (files or folders of .ipynb or source files)")
+		fmt.Fprintln(stderr, "usage: lab grade --exercise NAME [--timeout 2m] [--csv F] [--md F] [--sandbox auto|bwrap|none] [--memory 4G] [--course FILE] SUBMISSION... (files or folders of .ipynb or source files)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -68,6 +69,15 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	e, err := exercise.Lookup(g.name)
 	if err != nil {
 		return usageError{err}
+	}
+	var courseFiles []string // hidden from every sandbox, like the submissions
+	if *course != "" {
+		c, err := exercise.ReadCourse(*course)
+		if err != nil {
+			return usageError{err}
+		}
+		e, courseFiles = c.Apply(e), c.Paths()
+		fmt.Fprintf(stderr, "lab grade: the course %s sets the hidden shapes, the seed and the reference solutions\n", *course)
 	}
 	if g.timeout <= 0 || g.timeout > 24*time.Hour {
 		return usageError{fmt.Errorf("--timeout %v: want a duration above 0 and at most 24h", g.timeout)}
@@ -96,7 +106,7 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--sandbox bwrap: bubblewrap cannot run here: %s", sb.Reason())
 	}
 	gr := &grader{gradeFlags: g, exercise: e, sb: sb, work: work, log: stderr, refs: map[string]float64{},
-		hide: append(append([]string(nil), fs.Args()...), g.csvPath, g.mdPath)}
+		hide: append(append(append([]string(nil), fs.Args()...), g.csvPath, g.mdPath), courseFiles...)}
 	fmt.Fprintf(stderr, "lab grade: %d submissions of %s; a CPU worker's isolation: %s\n", len(files), e.Name,
 		sb.Describe(sandbox.Spec{Limits: gr.limits(false), DropUser: true}))
 	var rows []gradeRow
@@ -321,9 +331,8 @@ func readSubmission(path string, limit int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, limit))
 }
 
-// submissionSource reads the exercise's source from a notebook (the cell
-// marked // EXERCISE name) or a file (the marked backtick string if there
-// is one, else the whole file).
+// submissionSource reads the exercise's source from a submission file (see
+// exerciseSource), at most the size a submission of its kind may have.
 func submissionSource(path, name string) (string, error) {
 	limit := int64(maxSourceBytes)
 	if strings.HasSuffix(path, ".ipynb") {
@@ -333,48 +342,37 @@ func submissionSource(path, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	text := string(data)
-	if strings.HasSuffix(path, ".ipynb") {
-		var nb struct {
-			Cells []struct {
-				Type   string          `json:"cell_type"`
-				Source json.RawMessage `json:"source"`
-			} `json:"cells"`
-		}
-		if err := json.Unmarshal(data, &nb); err != nil {
-			return "", fmt.Errorf("%s is not a notebook: %v", path, err)
-		}
-		for i, c := range nb.Cells {
-			if c.Type != "code" {
-				continue // prose may quote the marker
-			}
-			cell, err := cellSource(c.Source)
-			if err != nil {
-				return "", fmt.Errorf("%s: cell %d: %v", path, i+1, err)
-			}
-			if strings.Contains(cell, "// EXERCISE "+name) {
-				return fromCell(cell, name)
-			}
-		}
-		return "", fmt.Errorf("no code cell marked %q", "// EXERCISE "+name)
-	}
-	if strings.Contains(text, "// EXERCISE "+name) {
-		return fromCell(text, name)
-	}
-	return text, nil
+	return exerciseSource(path, data, name)
 }
 
-// cellSource is a notebook cell's source: a string or a list of strings.
-func cellSource(raw json.RawMessage) (string, error) {
-	var lines []string
-	if err := json.Unmarshal(raw, &lines); err == nil {
-		return strings.Join(lines, ""), nil
+// exerciseSource is the exercise's source in the contents of a submission:
+// in a notebook (path ends in .ipynb), the code cell marked
+// // EXERCISE name; in a file, the marked backtick string if there is one,
+// else the whole file. A malformed notebook is an error that names the
+// place (jupyter.ParseNotebook).
+func exerciseSource(path string, data []byte, name string) (string, error) {
+	marker := "// EXERCISE " + name
+	if !strings.HasSuffix(path, ".ipynb") {
+		text := string(data)
+		if strings.Contains(text, marker) {
+			return fromCell(text, name)
+		}
+		return text, nil
 	}
-	var one string
-	if err := json.Unmarshal(raw, &one); err != nil {
-		return "", errors.New("its source is neither a string nor a list of strings")
+	nb, err := jupyter.ParseNotebook(path, data)
+	if err != nil {
+		return "", err
 	}
-	return one, nil
+	for _, cell := range nb.Code() { // not the Markdown cells: prose may quote the marker
+		if strings.Contains(cell.Source, marker) {
+			src, err := fromCell(cell.Source, name)
+			if err != nil {
+				return "", fmt.Errorf("%s: cell #%d: %w", path, cell.Number, err)
+			}
+			return src, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no code cell marked %q", path, marker)
 }
 
 // fromCell is the exercise's code in a marked cell: the backtick string of

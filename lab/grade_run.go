@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"gpulab/engine"
+	"gpulab/engine/cuda"
 	"gpulab/engine/exercise"
 	"gpulab/engine/exercise/wire"
 	"gpulab/engine/sandbox"
@@ -32,9 +34,61 @@ import (
 // converse starts spec in the sandbox, speaks package wire to it on a
 // socket of its own (its file descriptor 3) and judges it, all within the
 // time limit. What the worker prints goes into the result's Output and
-// nowhere else. It returns the result and the isolation the worker ran
-// under.
+// nowhere else. A CUDA kernel that failed is then diagnosed (diagnose).
+// It returns the result and the isolation the worker ran under.
 func (g *grader) converse(spec sandbox.Spec, setup wire.Setup, committed bool, judge func(exercise.Runner) exercise.Result) (exercise.Result, string) {
+	r, isolation := g.talkTo(spec, setup, committed, g.timeout, judge)
+	if exercise.NeedsDiagnosis(setup.Lang, r) {
+		r.Diagnosis = g.diagnose(spec, setup, committed, judge)
+		fmt.Fprintf(g.log, "  diagnosis: %s\n", r.Diagnosis)
+	}
+	return r, isolation
+}
+
+// diagnose reruns a failed CUDA worker under compute-sanitizer
+// (exercise.Diagnose): the same worker in the same sandbox, started by the
+// sanitizer, judged by the same judge through an exercise.SanitizedRunner
+// (the small problems only, compiled with -lineinfo), within
+// exercise.DiagnosisTimeout. The sanitizer writes its report to a file in
+// a directory of the rerun's own, which the grader reads afterwards; the
+// rerun's result is dropped. The report reaches the student as text and
+// nothing else: the verdict was decided before, by the judge, from the
+// outputs. Student code in the sandbox can write to that directory too,
+// and so at most mislead its own diagnosis.
+func (g *grader) diagnose(spec sandbox.Spec, setup wire.Setup, committed bool, judge func(exercise.Runner) exercise.Result) string {
+	sanitizer, err := cuda.Tool("compute-sanitizer")
+	if err != nil {
+		return exercise.NotDiagnosed(setup.Lang, err)
+	}
+	return exercise.Diagnose(setup.Source, func(tool string) (string, []wire.Task, error) {
+		dir, err := os.MkdirTemp(g.work, "sanitizer-")
+		if err != nil {
+			return "", nil, err
+		}
+		defer os.RemoveAll(dir)
+		if err := os.Chmod(dir, 0o777); err != nil { // the sandbox's user writes the log
+			return "", nil, err
+		}
+		logFile := filepath.Join(dir, "report.log")
+		rerun := spec
+		rerun.Path, rerun.Args = sanitizer, exercise.SanitizerArgs(tool, logFile, append([]string{spec.Path}, spec.Args...)...)
+		rerun.Writable = append(slices.Clip(spec.Writable), dir)
+		var tasks []wire.Task
+		r, _ := g.talkTo(rerun, setup, committed, min(g.timeout, exercise.DiagnosisTimeout), func(run exercise.Runner) exercise.Result {
+			sanitized := exercise.NewSanitizedRunner(run)
+			defer func() { tasks = sanitized.Tasks() }()
+			return judge(sanitized)
+		})
+		log := exercise.ReadLog(logFile)
+		if log == "" { // the sanitizer did not start: its output says why
+			log = r.Output
+		}
+		return log, tasks, nil
+	})
+}
+
+// talkTo is converse without the diagnosis, within timeout.
+func (g *grader) talkTo(spec sandbox.Spec, setup wire.Setup, committed bool, timeout time.Duration, judge func(exercise.Runner) exercise.Result) (exercise.Result, string) {
 	isolation := g.sb.Describe(spec)
 	fail := func(format string, args ...any) (exercise.Result, string) {
 		return exercise.Result{Exercise: g.exercise.Name, Error: fmt.Sprintf(format, args...)}, isolation
@@ -47,14 +101,14 @@ func (g *grader) converse(spec sandbox.Spec, setup wire.Setup, committed bool, j
 	defer ours.Close()
 	out := &cappedBuffer{limit: 8 << 10}
 	spec.ExtraFiles, spec.Stdout, spec.Stderr, spec.Hide = []*os.File{theirs}, out, out, g.hide
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	p, err := g.sb.Start(ctx, spec)
 	theirs.Close()
 	if err != nil {
 		return fail("could not start the check process: %v", err)
 	}
-	w := &worker{exited: make(chan struct{}), timeout: g.timeout, ctx: ctx, out: out}
+	w := &worker{exited: make(chan struct{}), timeout: timeout, ctx: ctx, out: out}
 	go func() { w.status = p.Wait(); close(w.exited) }()
 	r := w.talk(ours, setup, committed, judge)
 	cancel() // whatever is left of the worker dies now

@@ -3,18 +3,21 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"gpulab/engine/exercise"
+	"gpulab/engine/nb/jupyter"
 	"gpulab/engine/sandbox"
 )
 
@@ -325,7 +328,7 @@ func TestGradeOpenCL(t *testing.T) {
 	// The forged report of the old protocol, printed from a kernel.
 	forged := `printf("{\"exercise\":\"gemm/tiled\",\"compiled\":true,\"correct\":true,\"gflops\":999,\"pct_of_reference\":500}\n");`
 	withPrintf := strings.Replace(good, "{", "{\n    if (get_global_id(0) == 0 && get_global_id(1) == 0) printf(\"debug: M=%d N=%d K=%d {\\\"correct\\\":true}\\n\", M, N, K);", 1)
-	notebook := `{"cells": [{"cell_type": "markdown", "source": "// EXERCISE gemm/tiled in prose"}, {"cell_type": "code", "source": ["// EXERCISE gemm/tiled\n", "var src = ` + "`" +
+	notebook := `{"nbformat": 4, "cells": [{"cell_type": "markdown", "source": "// EXERCISE gemm/tiled in prose"}, {"cell_type": "code", "source": ["// EXERCISE gemm/tiled\n", "var src = ` + "`" +
 		strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(good, `\`, `\\`), "\n", `\n`), `"`, `\"`) + "`" + `\n"]}]}`
 	attacks := []attack{
 		{file: "alice.cl", src: good, correct: true},
@@ -345,7 +348,7 @@ func TestGradeOpenCL(t *testing.T) {
 			want: ""},
 		{file: "copycat.cl", src: "#include \"" + filepath.Join(g.dir, "alice.cl") + "\"\n__kernel void unused(void) {}\n", want: "does not compile", sandboxed: true},
 		{file: "mallory | yes | yes | 50.0 | 100% |.cl", src: gemmCLHead + "}\n", want: "first wrong element"},
-		{file: "frank.ipynb", src: `{"cells": []}`, want: `no code cell marked "// EXERCISE gemm/tiled"`},
+		{file: "frank.ipynb", src: `{"nbformat": 4, "cells": []}`, want: `frank.ipynb: no code cell marked "// EXERCISE gemm/tiled"`},
 	}
 	rows, took := g.grade("gemm/tiled", timeout, attacks)
 	g.check(rows, attacks, sandboxed)
@@ -599,10 +602,90 @@ func TestSubmissions(t *testing.T) {
 			t.Errorf("%s: %v, want %q", file, err, want)
 		}
 	}
-	os.WriteFile(filepath.Join(dir, "n.ipynb"), []byte(`{"cells": [{"cell_type": "code", "source": 42}]}`), 0o644)
-	if _, err := submissionSource(filepath.Join(dir, "n.ipynb"), "gemm/tiled"); err == nil || !strings.Contains(err.Error(), "cell 1: its source is neither") {
-		t.Errorf("a numeric cell source: %v", err)
+}
+
+// TestExerciseSource: the marked cell or string of a submission, and
+// malformed notebooks refused with the place of the problem.
+func TestExerciseSource(t *testing.T) {
+	const marked = "// EXERCISE gemm/tiled\nconst src = `kernel`\n"
+	cell := func(source string) string {
+		return `{"nbformat": 4, "cells": [{"cell_type": "markdown", "source": "// EXERCISE gemm/tiled in prose"}, {"cell_type": "code", "source": ` + source + `}]}`
 	}
+	quoted, _ := json.Marshal(marked)
+	lines, _ := json.Marshal(strings.SplitAfter(marked, "\n"))
+	for _, tc := range []struct{ path, data, want, err string }{
+		{"a.cl", "__kernel void f() {}", "__kernel void f() {}", ""},
+		{"a.cl", marked, "kernel", ""},
+		{"a.ipynb", cell(string(quoted)), "kernel", ""},
+		{"a.ipynb", cell(string(lines)), "kernel", ""},
+		{"a.ipynb", cell(`"// EXERCISE gemm/tiled\nno backticks"`), "", "a.ipynb: cell #2: the cell marked \"// EXERCISE gemm/tiled\" has no source between backticks"},
+		{"a.ipynb", cell(`42`), "", "a.ipynb: cell #2 (counting from 1, markdown cells included): code cell: source is a number (42)"},
+		{"a.ipynb", cell(`["a", 1]`), "", "code cell: source line 2 is a number (1), want a string"},
+		{"a.ipynb", cell(string(quoted)) + "\n{}", "", "a.ipynb is not a notebook (JSON): line 2, column 1: data after the JSON value"},
+		{"a.ipynb", `{"nbformat": 4, "cells": [}`, "", "a.ipynb is not a notebook (JSON): line 1, column 27"},
+		{"a.ipynb", `{"nbformat": 4, "cells": [{"cell_type": "markdown", "source": "// EXERCISE gemm/tiled"}]}`, "", `a.ipynb: no code cell marked "// EXERCISE gemm/tiled"`},
+	} {
+		got, err := exerciseSource(tc.path, []byte(tc.data), "gemm/tiled")
+		if tc.err == "" && (err != nil || got != tc.want) || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s %s:\n%q, %v\nwant %q, error %q", tc.path, tc.data, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// FuzzExerciseSource: whatever a submission holds, the grader gets the
+// marked source or an error, never a panic; an error about a notebook
+// names it; what it gets is in the submission, in a code cell that carries
+// the marker where the submission is a notebook.
+func FuzzExerciseSource(f *testing.F) {
+	names := exercise.Names()
+	notebooks, _ := filepath.Glob(filepath.Join("..", "notebooks", "exercises", "*.ipynb"))
+	for _, nb := range notebooks {
+		data, err := os.ReadFile(nb)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for i, name := range names {
+			if strings.Contains(string(data), "// EXERCISE "+name) {
+				f.Add(true, data, uint8(i))
+			}
+		}
+	}
+	if len(notebooks) == 0 {
+		f.Fatal("no exercise notebooks")
+	}
+	f.Add(false, []byte("// EXERCISE gemm/tiled\nconst src = `__kernel void f() {}`"), uint8(slices.Index(names, "gemm/tiled")))
+	f.Add(false, []byte("__global__ void f() {}"), uint8(0))
+	f.Add(true, []byte(`{"nbformat": 4, "cells": [{"cell_type": "code", "source": 42}]}`), uint8(0))
+	f.Fuzz(func(t *testing.T, notebook bool, data []byte, which uint8) {
+		name := names[int(which)%len(names)]
+		path := "sub.cl"
+		if notebook {
+			path = "sub.ipynb"
+		}
+		src, err := exerciseSource(path, data, name)
+		if err != nil {
+			if notebook && !strings.HasPrefix(err.Error(), path) {
+				t.Fatalf("error does not name the notebook: %v", err)
+			}
+			return
+		}
+		if !notebook {
+			if !strings.Contains(string(data), src) {
+				t.Fatalf("source %q is not in the file", src)
+			}
+			return
+		}
+		nb, err := jupyter.ParseNotebook(path, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cell := range nb.Code() {
+			if strings.Contains(cell.Source, "// EXERCISE "+name) && strings.Contains(cell.Source, src) {
+				return
+			}
+		}
+		t.Fatalf("source %q is in no marked code cell", src)
+	})
 }
 
 const gemmCUDAHead = "extern \"C\" __global__ void sgemm(int M, int N, int K, const float* A, const float* B, float* C) {\n"

@@ -28,6 +28,7 @@ Usage:
   lab sparse fetch Group/Name           download a SuiteSparse matrix (cached); print its path
   lab sparse phases MATRIX              GPU time of each phase of the SpGEMM steps (lab sparse help)
   lab grade --exercise NAME SUBMISSIONS...   grade exercise submissions (notebooks or sources); CSV and Markdown
+  lab profile SUITE --device cuda:N --size S --variant V   one kernel under Nsight Compute, summed up in words (lab profile --help)
   lab nbrun NOTEBOOK... [--out DIR]     execute notebooks with the GoNB kernel, no Python (lab nbrun --help)
   lab kmeans --data X.npy --k K ...     k-means on your data; writes labels.npy, centers.npy (lab kmeans --help)
   lab sqfd --pairs P.json --sim S --alpha A   SQFD of signature pairs, printed as JSON (lab sqfd --help)
@@ -65,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = kmeansCmd(args[1:], stdout, stderr)
 	case "grade":
 		err = gradeCmd(args[1:], stdout, stderr)
+	case "profile":
+		err = profileCmd(args[1:], stdout, stderr)
 	case "grade-worker": // the sandboxed worker of lab grade
 		err = gradeWorkerCmd(args[1:])
 	case sandbox.TrampolineArg: // sets a sandboxed process's limits, then becomes it

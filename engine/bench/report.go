@@ -176,16 +176,22 @@ func Commit() string {
 }
 
 // tableHeader and tableRow are the columns that Table and Markdown share.
-// "% roof" is the share of the roofline bound min(peak FLOP/s, intensity ×
-// peak GB/s), the larger of % of peak FLOP/s (of the unit that computes at
-// the record's precision) and % of peak GB/s. A byte rate above what DRAM
-// can move counts bytes that caches served: it is marked as effective
-// bandwidth (effectiveMark, explained under the table) and left out of the
-// roof.
+// "% roof" is the record's speed of light: the share of the roofline bound
+// min(peak FLOP/s, intensity × peak GB/s), the larger of % of peak FLOP/s
+// (of the unit that computes at the record's precision) and % of peak
+// GB/s. A byte rate above what DRAM can move counts bytes that caches
+// served: it is marked as effective bandwidth (effectiveMark, explained
+// under the table) and left out of the roof. A FLOP rate above the peak
+// is beyond what any cache can help with: the time is wrong, and the
+// share is marked as a measurement error (impossibleMark).
 var tableHeader = []string{"suite", "device", "size", "variant", "median ms", "GB/s", "GFLOP/s", "% roof", "vs baseline", "max rel err", "ok"}
 
-// effectiveMark follows a byte rate above the DRAM peak.
-const effectiveMark = " ‡"
+// effectiveMark follows a byte rate above the DRAM peak; impossibleMark
+// follows a share of the compute peak above 100%.
+const (
+	effectiveMark  = " ‡"
+	impossibleMark = " ✗"
+)
 
 func tableRow(r Record) []string {
 	ok := "ok"
@@ -198,17 +204,40 @@ func tableRow(r Record) []string {
 	} else {
 		roof = max(roof, r.PctPeakGBps)
 	}
+	pct := pctStr(roof)
+	if BeyondComputePeak(r) {
+		pct += impossibleMark
+	}
 	return []string{r.Suite, r.Device, r.Size, r.Variant, num(r.MedianMS, 4), gbps, num(r.GFLOPS, 1),
-		pctStr(roof), speedup(r), fmt.Sprintf("%.2g", r.MaxRelErr), ok}
+		pct, speedup(r), fmt.Sprintf("%.2g", r.MaxRelErr), ok}
 }
 
 // effective says whether a record's byte rate is above the DRAM peak.
 func effective(r Record) bool { return r.PctPeakGBps > 100 }
 
+// BeyondComputePeak says whether a record computed faster than the
+// device's peak FLOP/s at its precision allows: no cache makes arithmetic
+// faster, so its time is a measurement error (a launch that failed
+// without an error, work the timer missed, a peak read wrong), never a
+// result to celebrate. Tables mark it, and so should anything else that
+// shows the record's speed.
+func BeyondComputePeak(r Record) bool { return r.PctPeakGFLOPS > 100 }
+
+// ImpossibleNote explains impossibleMark: what a share of the compute
+// peak above 100% means. EffectiveNote explains effectiveMark: what a
+// byte rate above the DRAM peak means.
+const (
+	ImpossibleNote = "faster than the hardware's peak allows: the timing is a measurement error (a launch that failed without an error, work the timer did not see, or a wrong peak), not a result"
+	EffectiveNote  = "effective bandwidth: more bytes per second than DRAM can move, so caches served part of the bytes counted"
+)
+
 // writeNotes explains the marks of a table's rows.
 func writeNotes(b *strings.Builder, recs []Record) {
 	if slices.ContainsFunc(recs, effective) {
-		b.WriteString("\n‡ effective bandwidth: more bytes per second than DRAM can move, so caches served part of the bytes counted; not part of % roof.\n")
+		b.WriteString("\n‡ " + EffectiveNote + "; not part of % roof.\n")
+	}
+	if slices.ContainsFunc(recs, BeyondComputePeak) {
+		b.WriteString("\n✗ above 100% of the compute peak at the record's precision: " + ImpossibleNote + ".\n")
 	}
 }
 

@@ -59,3 +59,28 @@ func TestEffectiveBandwidth(t *testing.T) {
 		t.Errorf("a DRAM-bound rate is marked:\n%s", md)
 	}
 }
+
+// TestBeyondComputePeak: a share of the compute peak above 100% is marked
+// in both tables and explained once as a measurement error; a share at
+// the peak or a byte rate above DRAM's (effective bandwidth) is not.
+func TestBeyondComputePeak(t *testing.T) {
+	recs := []Record{
+		{Suite: "gemm", Variant: "cublas_bf16", GFLOPS: 1.2e6, PctPeakGFLOPS: 120.5, PctPeakGBps: 40, OK: true},
+		{Suite: "gemm", Variant: "12_wgmma_tma", GFLOPS: 9.9e5, PctPeakGFLOPS: 100, OK: true},
+		{Suite: "gemm", Variant: "02_coalesced", GBps: 24600, GFLOPS: 6147, PctPeakGBps: 511, PctPeakGFLOPS: 9.2, OK: true},
+	}
+	for name, table := range map[string]string{"Markdown": Markdown(recs), "Table": Table(recs)} {
+		if n := strings.Count(table, "120.5% ✗"); n != 1 {
+			t.Errorf("%s: %d marked rows, want 1:\n%s", name, n, table)
+		}
+		if strings.Contains(table, "100.0% ✗") || strings.Contains(table, "9.2% ✗") {
+			t.Errorf("%s marks a possible speed:\n%s", name, table)
+		}
+		if n := strings.Count(table, "✗ above 100% of the compute peak"); n != 1 {
+			t.Errorf("%s explains the mark %d times, want once:\n%s", name, n, table)
+		}
+	}
+	if md := Markdown(recs[1:]); strings.Contains(md, "✗") {
+		t.Errorf("no record beyond the peak, yet a mark:\n%s", md)
+	}
+}

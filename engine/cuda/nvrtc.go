@@ -130,6 +130,13 @@ func ParseLog(log string) []Diagnostic {
 
 // compileCUBIN runs NVRTC over src and returns the CUBIN image and the log.
 func compileCUBIN(src Source, options []string) ([]byte, string, error) {
+	return compileWith(src, options, nil)
+}
+
+// compileWith runs NVRTC over src and returns the CUBIN image and the log;
+// more, if not nil, reads other products of the compiled program (its PTX)
+// before the program is destroyed.
+func compileWith(src Source, options []string, more func(prog uintptr) error) ([]byte, string, error) {
 	if err := loadNVRTC(); err != nil {
 		return nil, "", err
 	}
@@ -169,6 +176,11 @@ func compileCUBIN(src Source, options []string) ([]byte, string, error) {
 	cubin := make([]byte, size)
 	if code := nvrtcGetCUBIN(prog, &cubin[0]); code != 0 {
 		return nil, log, fmt.Errorf("nvrtc: cubin of %s: %s", src.Name, nvrtcResult(code))
+	}
+	if more != nil {
+		if err := more(prog); err != nil {
+			return nil, log, err
+		}
 	}
 	return cubin, log, nil
 }

@@ -36,7 +36,9 @@ import (
 	"time"
 
 	"gpulab/engine"
+	"gpulab/engine/bench"
 	"gpulab/engine/gemm"
+	"gpulab/engine/kernelcard"
 	"gpulab/engine/nb"
 	"gpulab/engine/plot"
 )
@@ -66,6 +68,25 @@ type Result struct {
 	// Output is what the code printed (a kernel's printf, a Go function's
 	// fmt.Println), as lab grade captured it: shown, never read.
 	Output string `json:"output,omitempty"`
+
+	// Pictures show a wrong result: the output element by element and,
+	// for a puzzle, which thread wrote each element (picture.go).
+	Pictures *Pictures `json:"pictures,omitempty"`
+
+	// PctOfPeak is the speed as a share of the device's peak in Unit (its
+	// FP32 FLOP/s, or its DRAM bytes/s), Peak that peak: the speed of
+	// light. Above 100% the timing is a measurement error, and the report
+	// says so.
+	PctOfPeak float64 `json:"pct_of_peak,omitempty"`
+	Peak      float64 `json:"peak,omitempty"`
+	// Card is the kernel's card (registers, shared memory, occupancy,
+	// instruction counts) at the last launch of a notebook's check; lab
+	// grade compiles no student code in its own process, and has none.
+	Card *kernelcard.Card `json:"card,omitempty"`
+	// Diagnosis is what compute-sanitizer found when the failed kernel ran
+	// again on the small problems, in the student's lines, or why it did
+	// not run (diagnose.go): shown, never part of the verdict.
+	Diagnosis string `json:"diagnosis,omitempty"`
 }
 
 // Rung is one step of the reference ladder.
@@ -110,6 +131,10 @@ type Flavor struct {
 	TODO    string
 	devices func() ([]engine.Info, error)
 	check   func(s *session) Result
+	// shape draws a problem of a shape in the exercise's own words
+	// ("M=300 N=200 K=77"), for a course's hidden shapes (course.go);
+	// nil for an exercise that takes none.
+	shape func(spec string) (draw, error)
 }
 
 // Devices lists the devices that run the flavour's code, best first.
@@ -126,6 +151,9 @@ type Exercise struct {
 	// library's own answer to the exercise.
 	GoMain    string
 	Forbidden []string
+	// refuse, set by Course.Apply, refuses a submission before it runs
+	// (the public reference solution, submitted as it is).
+	refuse func(f Flavor, src string) error
 }
 
 // SpeedUnit is the unit of the exercise's speeds.
@@ -187,6 +215,9 @@ func (e Exercise) Inspect(src string) (Flavor, error) {
 	if unfinished(src, f.TODO) {
 		return f, errors.New(errUnfinished(e.Name, f.TODO))
 	}
+	if e.refuse != nil {
+		return f, e.refuse(f, src)
+	}
 	return f, nil
 }
 
@@ -194,6 +225,7 @@ func (e Exercise) Inspect(src string) (Flavor, error) {
 // device for its language, next to the reference solution and the
 // ladder's steps. It never panics: every failure is in the Result.
 func Run(name, src string) (r Result) {
+	serveIfDiagnosisWorker()
 	start := time.Now()
 	r.Exercise = name
 	defer func() {
@@ -229,9 +261,18 @@ func Run(name, src string) (r Result) {
 		r.Error = err.Error()
 		return r
 	}
-	s := &session{info: infos[0], student: newKernelRunner(dev, "", src),
-		solution: newKernelRunner(dev, "reference.cu", sol), local: true, dev: dev, rng: newRand()}
-	return e.finish(f.check(s), s.info, src, sol)
+	student := &recorder{Runner: newKernelRunner(dev, "", src)}
+	s := &session{info: infos[0], student: student,
+		solution: newKernelRunner(dev, "reference.cu", sol), local: true, dev: dev, rng: newRand(), src: src}
+	r = e.finish(f.check(s), s.info, src, sol)
+	r.Card = student.card(dev, src)
+	switch {
+	case NeedsDiagnosis(f.Lang, r):
+		r.Diagnosis = Diagnose(src, e.rerunHere(f, src, s.info))
+	case f.Lang != LangCUDA && r.Compiled && !r.Correct:
+		r.Diagnosis = NotDiagnosed(f.Lang, nil)
+	}
+	return r
 }
 
 // Judge checks src as lab grade does: student is a worker that runs src
@@ -240,7 +281,7 @@ func Run(name, src string) (r Result) {
 // once for every submission).
 func (e Exercise) Judge(f Flavor, src string, info engine.Info, student Runner) Result {
 	sol, _ := f.Solution()
-	s := &session{info: info, student: student, rng: newRand(), fresh: true}
+	s := &session{info: info, student: student, rng: newRand(), fresh: true, src: src}
 	return e.finish(f.check(s), info, src, sol)
 }
 
@@ -249,6 +290,13 @@ func (e Exercise) Judge(f Flavor, src string, info engine.Info, student Runner) 
 func (e Exercise) finish(r Result, info engine.Info, src, sol string) Result {
 	r.Exercise, r.Device, r.Unit = e.Name, info.ID+" ("+info.Name+")", e.Unit
 	r.Solution = sol != "" && strings.TrimSpace(sol) == strings.TrimSpace(src)
+	r.Peak = info.PeakGFLOPS
+	if r.SpeedUnit() == UnitGBps {
+		r.Peak = info.PeakGBps
+	}
+	if r.Correct && r.GFLOPS > 0 && r.Peak > 0 {
+		r.PctOfPeak = 100 * r.GFLOPS / r.Peak
+	}
 	return r
 }
 
@@ -295,6 +343,7 @@ func (r Result) Markdown() string {
 				}
 			}
 			b.WriteString(".")
+			b.WriteString(r.speedOfLight())
 		}
 	case r.Unavailable:
 		fmt.Fprintf(&b, "**%s: not checked here**: %s.", r.Exercise, r.Error)
@@ -315,7 +364,35 @@ func (r Result) Markdown() string {
 	if r.Hint != "" {
 		fmt.Fprintf(&b, "\n\n*Hint:* %s", r.Hint)
 	}
+	b.WriteString(r.Pictures.Markdown())
+	if r.Diagnosis != "" {
+		fmt.Fprintf(&b, "\n\n**Diagnosis:** %s", r.Diagnosis)
+	}
+	if r.Card != nil {
+		b.WriteString("\n\n" + r.Card.Markdown())
+	}
 	return b.String()
+}
+
+// speedOfLight is the speed as a share of the device's peak: above 100%
+// of the FP32 peak a measurement error, above 100% of DRAM bandwidth
+// caches or a wrong time (bench's ✗ and ‡).
+func (r Result) speedOfLight() string {
+	if r.PctOfPeak <= 0 {
+		return ""
+	}
+	peak := "FP32 peak"
+	if r.SpeedUnit() == UnitGBps {
+		peak = "DRAM bandwidth"
+	}
+	peak += fmt.Sprintf(" (%.0f %s)", r.Peak, r.SpeedUnit())
+	switch {
+	case r.PctOfPeak > 100 && r.SpeedUnit() == UnitGBps:
+		return fmt.Sprintf(" **‡ %.0f%% of the device's %s: %s, or the timing is wrong; no kernel moves fresh data that fast.**", r.PctOfPeak, peak, bench.EffectiveNote)
+	case r.PctOfPeak > 100:
+		return fmt.Sprintf(" **✗ %.0f%% of the device's %s: %s.**", r.PctOfPeak, peak, bench.ImpossibleNote)
+	}
+	return fmt.Sprintf(" Speed of light: %.1f%% of the device's %s.", r.PctOfPeak, peak)
 }
 
 // Err is nil when the check passed, or when it could not run here for want

@@ -87,16 +87,10 @@ func (p gemmProblem) task() wire.Task {
 // tolerance of K float32 roundings.
 func (p gemmProblem) mismatch(out [][]uint32, rows []int) (string, error) {
 	c := floats(out[0])
-	tol := float64(p.s.K) * math.Ldexp(1, -22)
+	tol := p.tolerance()
 	ref := make([]float64, p.s.N)
 	return each(p.s.M, rows, func(i int) string {
-		clear(ref)
-		for k := range p.s.K {
-			aik := float64(p.a[i*p.s.K+k])
-			for j, bkj := range p.b[k*p.s.N : (k+1)*p.s.N] {
-				ref[j] += aik * float64(bkj)
-			}
-		}
+		p.referenceRow(i, ref)
 		for j, w := range ref {
 			if d := wrongValue(c[i*p.s.N+j], w, tol); d != "" {
 				return fmt.Sprintf("first wrong element: C[%d][%d] (index %d) %s", i, j, i*p.s.N+j, d)
@@ -104,6 +98,20 @@ func (p gemmProblem) mismatch(out [][]uint32, rows []int) (string, error) {
 		}
 		return ""
 	}), nil
+}
+
+// tolerance is relative: K float32 roundings.
+func (p gemmProblem) tolerance() float64 { return float64(p.s.K) * math.Ldexp(1, -22) }
+
+// referenceRow sets ref to row i of A·B, in float64.
+func (p gemmProblem) referenceRow(i int, ref []float64) {
+	clear(ref)
+	for k := range p.s.K {
+		aik := float64(p.a[i*p.s.K+k])
+		for j, bkj := range p.b[k*p.s.N : (k+1)*p.s.N] {
+			ref[j] += aik * float64(bkj)
+		}
+	}
 }
 
 // gemmDraws draws A and B in [-1, 1) for each shape.
@@ -132,6 +140,7 @@ func cudaGEMMFlavor(step string, t tiles, todo string, neighbours []string) Flav
 		TODO:     todo,
 		Solution: func() (string, error) { return kernels.CUDA("gemm/" + step) },
 		devices:  cudaDevices,
+		shape:    gemmShape(launch, t),
 		check: func(s *session) Result {
 			timing := gemmDraws([]gemm.Shape{{M: 2048, N: 2048, K: 2048}}, launch, t)[0]
 			return s.judge(gemmDraws(gemmShapes, launch, t), timing, "step "+step, gemmLadder(neighbours, func(step string, p gemmProblem) ([]float32, time.Duration, error) {
@@ -160,6 +169,7 @@ func openCLGEMMFlavor(step string, defines map[string]int, t tiles, todo string,
 		TODO:     todo,
 		Solution: func() (string, error) { return kernels.OpenCL("gemm/" + step) },
 		devices:  openCLDevices,
+		shape:    gemmShape(launch, t),
 		check: func(s *session) Result {
 			timing := gemm.Shape{M: 2048, N: 2048, K: 2048}
 			if isPoCL(s.info) {

@@ -238,6 +238,11 @@ func (e Exercise) InspectGo(cell string) error {
 	if todo := e.Flavors[0].TODO; unfinished(cell, todo) {
 		return fmt.Errorf("%s", errUnfinished(e.Name, todo))
 	}
+	if e.refuse != nil {
+		if err := e.refuse(e.Flavors[0], cell); err != nil {
+			return err
+		}
+	}
 	if strings.Contains(cell, "//go:linkname") {
 		return fmt.Errorf("your code has a //go:linkname directive, which this exercise does not allow")
 	}

@@ -19,7 +19,7 @@ func init() {
 	register(Exercise{
 		Name: "kmeans/assign",
 		Doc:  "k-means assignment: assign_naive(x, centers, n, d, k, labels, dist), a thread per point (step 01 of notebook 04)",
-		Flavors: bothFamilies(assignStep, map[string]string{
+		Flavors: withShapes(assignShape, bothFamilies(assignStep, map[string]string{
 			LangCUDA:   "// TODO: thread i = blockIdx.x * blockDim.x + threadIdx.x walks the k",
 			LangOpenCL: "// TODO: work-item i = get_global_id(0) walks the k centers, sums the",
 		}, func(s *session, lang string) Result {
@@ -28,7 +28,7 @@ func init() {
 				timing = [3]int{8192, 64, 16}
 			}
 			return s.judge(assignDraws(lang, assignShapes...), assignDraws(lang, timing)[0], "step "+assignStep, assignCPU)
-		}),
+		})),
 	})
 }
 

@@ -32,7 +32,7 @@ func init() {
 		Name: "lfm2/rmsnorm",
 		Doc:  "RMSNorm of each row: rmsnorm(x, w, width, eps, y), a block of 256 threads per row (notebook 06)",
 		Unit: UnitGBps,
-		Flavors: bothFamilies(rmsnormFile, map[string]string{
+		Flavors: withShapes(rmsnormShape, bothFamilies(rmsnormFile, map[string]string{
 			LangCUDA:   "// TODO: block row = blockIdx.x normalizes x[row*width ...]. Each thread",
 			LangOpenCL: "// TODO: group row = get_group_id(0) normalizes x[row*width ...]. Each",
 		}, func(s *session, lang string) Result {
@@ -41,13 +41,13 @@ func init() {
 				timing = [2]int{256, 2048}
 			}
 			return s.judge(rmsnormDraws(lang, rmsnormShapes...), rmsnormDraws(lang, timing)[0], "reference solution", s.rmsnormLadder)
-		}),
+		})),
 	})
 	register(Exercise{
 		Name: "lfm2/router",
 		Doc:  "MoE router: route(logits, bias, tokens, experts, k, norm_topk, scaling, top_idx, top_w), a thread per token (notebook 06)",
 		Unit: UnitGBps,
-		Flavors: bothFamilies(routerFile, map[string]string{
+		Flavors: withShapes(routerHiddenShape, bothFamilies(routerFile, map[string]string{
 			LangCUDA:   "// TODO: thread t = blockIdx.x * blockDim.x + threadIdx.x picks its k",
 			LangOpenCL: "// TODO: work-item t = get_global_id(0) picks its k experts one round at a",
 		}, func(s *session, lang string) Result {
@@ -56,7 +56,7 @@ func init() {
 				timing.tokens = 1 << 15
 			}
 			return s.judge(routerDraws(lang, routerShapes...), routerDraws(lang, timing)[0], "reference solution", routerCPU)
-		}),
+		})),
 	})
 }
 
@@ -66,6 +66,7 @@ const (
 	rmsnormFile    = "exercises/lfm2_rmsnorm" // the reference solution, in both families
 	rmsnormThreads = 256                      // a block / work-group per row
 	rmsnormEps     = 1e-5                     // LFM2's norm_eps
+	rmsnormTol     = 1e-5                     // relative, as wrongValue takes it
 )
 
 var rmsnormEntry = entry{name: "rmsnorm", decl: map[string]string{
@@ -139,7 +140,7 @@ func (p rmsnormProblem) mismatch(out [][]uint32, rows []int) (string, error) {
 			return "" // reported below
 		}
 		at := func(i int) string { return fmt.Sprintf("y[%d][%d] (index %d)", r, i, r*p.width+i) }
-		return firstMismatch(y[r*p.width:(r+1)*p.width], want, 1e-5, at)
+		return firstMismatch(y[r*p.width:(r+1)*p.width], want, rmsnormTol, at)
 	})
 	return d, err
 }

@@ -50,6 +50,12 @@ type session struct {
 	// the student's own kernel and reuses one timing problem.
 	fresh bool
 	ran   bool // a task ran: the source compiled
+	// src is the source being checked, for checks that read it (a
+	// puzzle's required constructs, a course's refusal of the public
+	// solution). hidden are a course's own problems, checked after the
+	// public shapes (Course.Apply).
+	src    string
+	hidden []draw
 }
 
 // newRand is a generator seeded from crypto/rand.
@@ -93,7 +99,7 @@ const (
 // the ladder's other steps in a notebook.
 func (s *session) judge(shapes []draw, timing draw, refName string, ladder func(p problem) []Rung) Result {
 	var r Result
-	for _, d := range shapes {
+	for i, d := range append(slices.Clip(shapes), s.hidden...) {
 		p, err := d(s.rng)
 		if err != nil {
 			r.Error = err.Error()
@@ -108,12 +114,16 @@ func (s *session) judge(shapes []draw, timing draw, refName string, ladder func(
 		msg, err := p.mismatch(out, nil)
 		if err != nil || msg != "" {
 			r.Error, r.Detail = "wrong result for "+p.String(), msg
+			if i >= len(shapes) {
+				r.Error += " (one of the course's hidden shapes)"
+			}
 			if err != nil {
 				r.Error = err.Error()
 			}
 			if h, ok := p.(hinter); ok {
 				r.Hint = h.hint()
 			}
+			r.Pictures = s.pictures(p, out)
 			return r
 		}
 	}

@@ -24,7 +24,7 @@ func init() {
 	register(Exercise{
 		Name: "sqfd/assign",
 		Doc:  "SQFD k-medoids assignment: sqfd_assign(index, features, weights, self, n, dim, medoids, k, alpha, labels, dist), a thread per signature (notebook 05)",
-		Flavors: bothFamilies(sqfdAssignFile, map[string]string{
+		Flavors: withShapes(sqfdHiddenShape, bothFamilies(sqfdAssignFile, map[string]string{
 			LangCUDA:   "// TODO: thread i = blockIdx.x * blockDim.x + threadIdx.x walks the k",
 			LangOpenCL: "// TODO: work-item i = get_global_id(0) walks the k medoids m = medoids[c].",
 		}, func(s *session, lang string) Result {
@@ -33,7 +33,7 @@ func init() {
 				timing = sqfdShape{2000, 16, 10, 40, 7}
 			}
 			return s.judge(sqfdDraws(lang, sqfdShapes...), sqfdDraws(lang, timing)[0], "reference solution", s.sqfdLadder)
-		}),
+		})),
 	})
 }
 

@@ -1,0 +1,365 @@
+package exercise
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"gpulab/engine/cuda"
+	"gpulab/engine/exercise/wire"
+	"gpulab/engine/gemm"
+)
+
+// naiveGEMM is a submission without bounds checks, as its lines come out
+// of the cell: line 1 is the line of the opening backtick.
+const naiveGEMM = `
+extern "C" __global__ void sgemm(int M, int N, int K, const float* A,
+                                 const float* B, float* C) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) {
+        acc += A[row * K + k] * B[k * N + col];
+    }
+    C[row * N + col] = acc;
+}
+`
+
+// tiledGEMM lacks the barrier after the k loop: the next tile's stores
+// race with this tile's loads.
+const tiledGEMM = `
+#define TILE 32
+extern "C" __global__ void sgemm(int M, int N, int K, const float* A, const float* B, float* C) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y, row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+    float acc = 0.0f;
+    for (int t = 0; t < K; t += TILE) {
+        As[ty][tx] = (row < M && t + tx < K) ? A[row * K + t + tx] : 0.0f;
+        Bs[ty][tx] = (t + ty < K && col < N) ? B[(t + ty) * N + col] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k)
+            acc += As[ty][k] * Bs[k][tx];
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
+}
+`
+
+// Sanitizer logs, written after compute-sanitizer's text format: a
+// banner, each report's first line flush after "========= ", its details
+// indented, a host backtrace, a summary. memcheckNew is the form of CUDA
+// 12 and later (the kernel before the offset, the file and line after
+// "in"), memcheckOld the form of earlier tools ("at 0x… in file:line:kernel").
+const (
+	memcheckNew = `========= COMPUTE-SANITIZER
+some output the program printed
+========= Invalid __global__ read of size 4 bytes
+=========     at sgemm+0x2f0 in exercise.cu:8
+=========     by thread (1,1,0) in block (1,0,0)
+=========     Address 0x7f4c2b000554 is out of bounds
+=========     and is 1 bytes after the nearest allocation at 0x7f4c2b000400 of size 340 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: [0x2f0e45] in /lib/x86_64-linux-gnu/libcuda.so.1
+=========
+========= Program hit CUDA_ERROR_LAUNCH_FAILED (error 719) due to "unspecified launch failure" on CUDA API call to cuCtxSynchronize.
+=========     Saved host backtrace up to driver entry point at error
+=========
+========= ERROR SUMMARY: 2 errors
+`
+	memcheckOld = `========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at 0x00000390 in exercise.cu:10:sgemm
+=========     by thread (0,0,0) in block (0,1,0)
+=========     Address 0x7f0000000204 is out of bounds
+=========     and is 1 bytes after the nearest allocation at 0x7f0000000200 of size 4 bytes
+=========
+========= ERROR SUMMARY: 1 error
+`
+	memcheckShared = `========= COMPUTE-SANITIZER
+========= Invalid __shared__ write of size 4 bytes
+=========     at sgemm+0x1c0 in exercise.cu:9
+=========     by thread (31,2,0) in block (0,0,0)
+=========     Address 0x00002000 is out of bounds
+=========
+========= ERROR SUMMARY: 1 error
+`
+	memcheckMisaligned = `========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 16 bytes
+=========     at sgemm+0x450 in exercise.cu:8
+=========     by thread (3,0,0) in block (0,0,0)
+=========     Address 0x7f4c2b000414 is misaligned
+=========
+========= ERROR SUMMARY: 1 error
+`
+	racecheck = `========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at sgemm+0x1e0 in exercise.cu:9
+=========     and Read access at sgemm+0x2a0 in exercise.cu:13 [2048 hazards]
+=========
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+`
+	racecheckOld = `========= COMPUTE-SANITIZER
+========= ERROR: Race reported between Write access at 0x00000150 in exercise.cu:10:sgemm and Read access at 0x00000170 in exercise.cu:10:sgemm [4 hazards]
+=========
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+`
+	clean = `========= COMPUTE-SANITIZER
+========= ERROR SUMMARY: 0 errors
+`
+)
+
+// gemmTask is the task of the exercise's GEMM at shape s, its inputs of
+// the right lengths.
+func gemmTask(s gemm.Shape) wire.Task {
+	return wire.Task{Entry: "sgemm", Decl: gemm.CUDADecl("sgemm"),
+		Args: []any{s.M, s.N, s.K, make([]float32, s.M*s.K), make([]float32, s.K*s.N), wire.Out(s.M * s.N)}}
+}
+
+func TestParseSanitizer(t *testing.T) {
+	r := ParseSanitizer("memcheck", memcheckNew)
+	if len(r) != 2 {
+		t.Fatalf("%d reports, want the invalid read and the launch failure: %+v", len(r), r)
+	}
+	got := r[0]
+	if got.Space != "global" || got.Access != "read" || got.Size != 4 || got.File != "exercise.cu" || got.Line != 8 || got.Kernel != "sgemm" ||
+		got.Thread[0] != 1 || got.Thread[1] != 1 || got.Block[0] != 1 || got.Address != 0x7f4c2b000554 || got.AllocBase != 0x7f4c2b000400 || got.AllocSize != 340 {
+		t.Errorf("new format: %+v", got)
+	}
+	if !strings.HasPrefix(r[1].Summary, "Program hit CUDA_ERROR_LAUNCH_FAILED") || r[1].Access != "" {
+		t.Errorf("host error: %+v", r[1])
+	}
+	old := ParseSanitizer("memcheck", memcheckOld)
+	if len(old) != 1 || old[0].Access != "write" || old[0].Line != 10 || old[0].Kernel != "sgemm" || old[0].Block[1] != 1 || old[0].AllocSize != 4 {
+		t.Errorf("old format: %+v", old)
+	}
+	if m := ParseSanitizer("memcheck", memcheckMisaligned); len(m) != 1 || !m[0].Misaligned || m[0].Size != 16 {
+		t.Errorf("misaligned: %+v", m)
+	}
+	for _, log := range []string{racecheck, racecheckOld} {
+		rc := ParseSanitizer("racecheck", log)
+		if len(rc) != 1 || rc[0].Race == nil || rc[0].Race.First != "Write" || rc[0].Race.Second != "Read" {
+			t.Fatalf("racecheck: %+v", rc)
+		}
+	}
+	if rc := ParseSanitizer("racecheck", racecheck)[0].Race; rc.FirstLine != 9 || rc.SecondLine != 13 || rc.Hazards != 2048 || rc.File != "exercise.cu" {
+		t.Errorf("race: %+v", rc)
+	}
+	if rc := ParseSanitizer("racecheck", racecheckOld)[0].Race; rc.FirstLine != 10 || rc.SecondLine != 10 || rc.Hazards != 4 {
+		t.Errorf("race on one line: %+v", rc)
+	}
+	if r := ParseSanitizer("memcheck", clean); len(r) != 0 {
+		t.Errorf("a clean run: %+v", r)
+	}
+}
+
+// TestExplain: each report in the student's terms, the argument found by
+// its buffer's size (and, where sizes tie, by the line).
+func TestExplain(t *testing.T) {
+	small := gemmTask(gemm.Shape{M: 17, N: 33, K: 5}) // A 85 floats (340 bytes), B 165, C 561
+	one := gemmTask(gemm.Shape{M: 1, N: 1, K: 1})     // A, B and C of one float each
+	for _, tc := range []struct {
+		name, tool, log, src string
+		tasks                []wire.Task
+		want                 string
+	}{
+		{"read past A", "memcheck", memcheckNew, naiveGEMM, []wire.Task{one, small},
+			"thread (1,1,0) of block (1,0,0) read `A[85]`, past the end of A (85 elements: indices 0 to 84) at your line 8: `acc += A[row * K + k] * B[k * N + col];`"},
+		{"write past C, sizes tied", "memcheck", memcheckOld, naiveGEMM, []wire.Task{one},
+			"thread (0,0,0) of block (0,1,0) wrote `C[1]`, past the end of C (1 element: indices 0 to 0) at your line 10: `C[row * N + col] = acc;`"},
+		{"read past A or B, sizes tied", "memcheck", strings.Replace(memcheckNew, "of size 340 bytes", "of size 4 bytes", 1), naiveGEMM, []wire.Task{one},
+			"thread (1,1,0) of block (1,0,0) read `A[85]` or `B[85]`, past the end of A or B (1 element: indices 0 to 0) at your line 8"},
+		{"shared", "memcheck", memcheckShared, tiledGEMM, []wire.Task{small},
+			"thread (31,2,0) of block (0,0,0) wrote shared memory out of its bounds (address 0x2000, 4 bytes) at your line 9: `As[ty][tx] = (row < M && t + tx < K) ? A[row * K + t + tx] : 0.0f;`"},
+		{"misaligned", "memcheck", memcheckMisaligned, naiveGEMM, []wire.Task{small},
+			"thread (3,0,0) of block (0,0,0) read 16 bytes of global memory at address 0x7f4c2b000414, which is not a multiple of 16"},
+		{"race", "racecheck", racecheck, tiledGEMM, []wire.Task{small},
+			"a race on `As[ty][tx]` and `As[ty][k]` between your line 9 (a write: `As[ty][tx] = (row < M && t + tx < K) ? A[row * K + t + tx] : 0.0f;`) and line 13 (a read: `acc += As[ty][k] * Bs[k][tx];`): threads of a block reach one before others are done with the other; a missing __syncthreads()?"},
+		{"in a header", "memcheck", strings.Replace(memcheckShared, "exercise.cu:9", "gemm/common.cuh:40", 1), tiledGEMM, []wire.Task{small},
+			"thread (31,2,0) of block (0,0,0) wrote shared memory out of its bounds (address 0x2000, 4 bytes) at gemm/common.cuh:40"},
+		{"race on one line", "racecheck", racecheckOld, tiledGEMM, []wire.Task{small},
+			"a race on `Bs[ty][tx]` at your line 10: `Bs[ty][tx] = (t + ty < K && col < N) ? B[(t + ty) * N + col] : 0.0f;`: threads of a block write and read the same shared element with no barrier between them"},
+	} {
+		reports := ParseSanitizer(tc.tool, tc.log)
+		if len(reports) == 0 {
+			t.Fatalf("%s: no report", tc.name)
+		}
+		if got := reports[0].Explain(tc.src, tc.tasks); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestDiagnose: memcheck first, racecheck when memcheck is clean, a
+// clean bill when both are, and a rerun that cannot start said as such.
+func TestDiagnose(t *testing.T) {
+	small := []wire.Task{gemmTask(gemm.Shape{M: 17, N: 33, K: 5})}
+	logs := func(memcheck, race string) Rerun {
+		return func(tool string) (string, []wire.Task, error) {
+			if tool == "memcheck" {
+				return memcheck, small, nil
+			}
+			return race, small, nil
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		rerun Rerun
+		want  string
+	}{
+		{"memcheck finds it", logs(memcheckNew, racecheck), "compute-sanitizer (memcheck), rerunning the small problems: thread (1,1,0) of block (1,0,0) read `A[85]`"},
+		{"racecheck finds it", logs(clean, racecheck), "compute-sanitizer (racecheck), rerunning the small problems: a race on `As[ty][tx]`"},
+		{"nothing found", logs(clean, clean), "compute-sanitizer found no out-of-bounds or misaligned access"},
+		{"no log", logs("", ""), "not diagnosed: memcheck did not report (an empty log)"},
+		{"no sanitizer", func(string) (string, []wire.Task, error) {
+			return "", nil, errors.New("compute-sanitizer is not on PATH, nor in /usr/local/cuda/bin")
+		}, "not diagnosed: compute-sanitizer is not on PATH, nor in /usr/local/cuda/bin (compute-sanitizer comes with the CUDA toolkit)"},
+	} {
+		if got := Diagnose(tiledGEMM, tc.rerun); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSanitizedRunner: single tasks run with -lineinfo added (the
+// caller's options untouched), a batch ends the rerun, and the tasks are
+// kept in order.
+func TestSanitizedRunner(t *testing.T) {
+	var seen [][]string
+	inner := runnerFunc(func(ts []wire.Task) ([][][]uint32, time.Duration, error) {
+		seen = append(seen, ts[0].Options)
+		return [][][]uint32{nil}, 0, nil
+	})
+	d := NewSanitizedRunner(inner)
+	opts := []string{"-DVEC=1"}
+	for range 2 {
+		if _, _, err := d.Run([]wire.Task{{Entry: "sgemm", Options: opts}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := d.Run(make([]wire.Task, timedBatch)); !errors.Is(err, errRerunDone) {
+		t.Errorf("a batch: %v", err)
+	}
+	if len(seen) != 2 || strings.Join(seen[0], " ") != "-DVEC=1 -lineinfo" || len(opts) != 1 || len(d.Tasks()) != 2 {
+		t.Errorf("options seen %q, caller's %q, %d tasks kept", seen, opts, len(d.Tasks()))
+	}
+}
+
+func TestNeedsDiagnosis(t *testing.T) {
+	for _, tc := range []struct {
+		lang string
+		r    Result
+		want bool
+	}{
+		{LangCUDA, Result{Compiled: true, Error: "wrong result for M=17 N=33 K=5"}, true},
+		{LangCUDA, Result{Compiled: true, Error: "it compiled, but running it failed: …"}, true},
+		{LangCUDA, Result{Error: "did not finish within 2m0s (an endless loop?)"}, true},
+		{LangCUDA, Result{Error: "does not compile: line 3: error: …"}, false},
+		{LangCUDA, Result{Compiled: true, Correct: true}, false},
+		{LangCUDA, Result{Unavailable: true, Error: "no device here runs cuda kernels"}, false},
+		{LangOpenCL, Result{Compiled: true, Error: "wrong result"}, false},
+	} {
+		if got := NeedsDiagnosis(tc.lang, tc.r); got != tc.want {
+			t.Errorf("%s %+v: %v", tc.lang, tc.r, got)
+		}
+	}
+}
+
+// Planted bugs for gemm/tiled in CUDA (32×32 blocks): plantedOOB loads
+// its tiles without bounds checks, so the 1×1×1 problem's threads read
+// past the ends of A and B (and sum what they find there); plantedRace
+// reads the tiles before a barrier says they are written.
+const (
+	plantedOOB = `
+#define TILE 32
+extern "C" __global__ void sgemm(int M, int N, int K, const float* A, const float* B, float* C) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+    float acc = 0.0f;
+    for (int t = 0; t < K; t += TILE) {
+        As[ty][tx] = A[row * K + t + tx];
+        Bs[ty][tx] = B[(t + ty) * N + col];
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k)
+            acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
+}
+`
+	plantedRace = `
+#define TILE 32
+extern "C" __global__ void sgemm(int M, int N, int K, const float* A, const float* B, float* C) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+    float acc = 0.0f;
+    for (int t = 0; t < K; t += TILE) {
+        As[ty][tx] = (row < M && t + tx < K) ? A[row * K + t + tx] : 0.0f;
+        Bs[ty][tx] = (t + ty < K && col < N) ? B[(t + ty) * N + col] : 0.0f;
+        for (int k = 0; k < TILE; ++k)
+            acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
+}
+`
+)
+
+// TestMain makes this test binary a rerun's worker when a diagnosis runs
+// it again (TestDiagnosisOnGPU), as a notebook cell's program is.
+func TestMain(m *testing.M) {
+	serveIfDiagnosisWorker()
+	os.Exit(m.Run())
+}
+
+// TestDiagnosisOnGPU reruns the planted bugs under compute-sanitizer the
+// way a notebook's check does (this test binary, run again as the worker)
+// and checks that each is explained at the right line. It needs an NVIDIA
+// GPU and compute-sanitizer; it logs the sanitizer's raw reports.
+func TestDiagnosisOnGPU(t *testing.T) {
+	if _, err := cudaDevices(); err != nil {
+		t.Skipf("needs a CUDA device: %v", err)
+	}
+	if _, err := cuda.Tool("compute-sanitizer"); err != nil {
+		t.Skipf("needs compute-sanitizer: %v", err)
+	}
+	e, err := Lookup("gemm/tiled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.Flavor(LangCUDA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, _ := f.Devices()
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"out of bounds", plantedOOB, []string{"compute-sanitizer (memcheck)", "past the end of", "at your line "}},
+		{"race", plantedRace, []string{"compute-sanitizer (racecheck)", "a race on `", "your line"}},
+	} {
+		r := Run("gemm/tiled", tc.src)
+		if r.Correct {
+			t.Fatalf("%s: the planted bug passed the check", tc.name)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(r.Diagnosis, want) {
+				t.Errorf("%s: diagnosis lacks %q:\n%s", tc.name, want, r.Diagnosis)
+			}
+		}
+		if r.Card == nil || r.Card.Error != "" || r.Card.Registers == 0 {
+			t.Errorf("%s: card %+v", tc.name, r.Card)
+		}
+		rerun := e.rerunHere(f, tc.src, infos[0])
+		for _, tool := range SanitizerTools {
+			log, tasks, err := rerun(tool)
+			t.Logf("%s, %s (%d tasks, %v):\n%s", tc.name, tool, len(tasks), err, log)
+		}
+		t.Logf("%s: report:\n%s", tc.name, r.Markdown())
+	}
+}
