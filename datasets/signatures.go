@@ -101,15 +101,15 @@ func (s *Signatures) check() error {
 	case s == nil:
 		return errors.New("nil *Signatures")
 	case s.Dim <= 0 || s.Dim > sigMaxDim:
-		return fmt.Errorf("Dim = %d, want 1 .. %d", s.Dim, sigMaxDim)
+		return fmt.Errorf("signatures: Dim = %d, want 1 .. %d", s.Dim, sigMaxDim)
 	case len(s.Index) == 0:
-		return errors.New("Index is empty, want N+1 offsets starting with 0")
+		return errors.New("signatures: Index is empty, want N+1 offsets starting with 0")
 	case s.Index[0] != 0:
-		return fmt.Errorf("Index[0] = %d, want 0", s.Index[0])
+		return fmt.Errorf("signatures: Index[0] = %d, want 0", s.Index[0])
 	}
 	for i := 1; i < len(s.Index); i++ {
 		if s.Index[i] < s.Index[i-1] {
-			return fmt.Errorf("Index[%d] = %d is less than Index[%d] = %d, want non-decreasing",
+			return fmt.Errorf("signatures: Index[%d] = %d is less than Index[%d] = %d, want non-decreasing",
 				i, s.Index[i], i-1, s.Index[i-1])
 		}
 	}

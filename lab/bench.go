@@ -143,7 +143,7 @@ func isDir(path string) bool {
 // with the devices, commits and dates they came from.
 func reportCmd(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{fmt.Errorf("usage: lab report FILE.json ...")}
+		return usageError{fmt.Errorf("usage: lab report FILE.json [FILE.json ...]: no file given")}
 	}
 	var all []bench.Record
 	for _, path := range args {

@@ -8,8 +8,8 @@
 #      to go.mod's version by itself.
 #   1. Debian/Ubuntu packages: Jupyter (the notebook server and ipykernel, for `make lab`; notebooks
 #      are executed headless by `lab nbrun`, without Python), OpenCL (the PoCL CPU driver, the ICD
-#      loader, clinfo), bubblewrap (the sandbox `lab grade` runs submissions in) and, on Debian,
-#      Chromium (the browser test). apt-get runs only if one is missing.
+#      loader, clinfo), bubblewrap (the sandbox `lab grade` runs submissions in), shellcheck (a
+#      gate of make test) and, on Debian, Chromium (the browser test). apt-get runs only if one is missing.
 #   2. Go tools, built into the repo-local, git-ignored .tools/bin:
 #        gonb       the Go Jupyter kernel     (version pinned by go.mod's `tool` line)
 #        goimports  needed by gonb            (version pinned by go.mod: golang.org/x/tools)
@@ -30,6 +30,7 @@ APT_PACKAGES=(
   jupyter-notebook python3-ipykernel
   pocl-opencl-icd ocl-icd-libopencl1 clinfo
   bubblewrap
+  shellcheck
 )
 # Chromium and a font for the browser test (lab/browser_test.go). Ubuntu ships Chromium only as a
 # snap, which a container cannot run: there the browser test skips, saying so.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Everything `make test` checks, in order: go vet, go test, then every notebook executed headless
-# (scripts/run-notebooks.sh). A failing stage does not stop the next ones; the script fails at the
+# Everything `make test` checks, in order: the gates (gofmt, staticcheck, shellcheck), go vet, go test,
+# then every notebook executed headless (scripts/run-notebooks.sh). A failing stage does not stop the next ones; the script fails at the
 # end if any stage failed, after a summary with the time of each stage.
 #
 # Assumes the dependencies are installed (make test runs `make deps` first).
@@ -26,8 +26,29 @@ run_stage() {
   fi
 }
 
+# gofmt_clean: no Go file of the repository that gofmt would change.
+# shellcheck disable=SC2317  # called through run_stage
+gofmt_clean() {
+  local go_files changed
+  mapfile -t go_files < <(git ls-files '*.go')
+  changed=$(gofmt -l "${go_files[@]}")
+  [[ -z "$changed" ]] || { echo "gofmt would change:"; echo "$changed"; return 1; }
+}
+
+# check_scripts: every shell script of the repository, and .ci/run, passes shellcheck.
+# shellcheck disable=SC2317  # called through run_stage
+check_scripts() {
+  local scripts
+  mapfile -t scripts < <(git ls-files '*.sh' .ci/run)
+  shellcheck -x "${scripts[@]}"
+}
+
 START=$(now)
 log "$(go version), $(nproc) cores, HOME=$HOME"
+run_stage gofmt gofmt_clean
+# staticcheck is pinned as a tool in go.mod; its checks are its defaults (no exceptions).
+run_stage staticcheck go tool staticcheck ./...
+run_stage shellcheck check_scripts
 # `go vet ./...` and `go test ./...` fail when the module has no packages yet.
 if [[ -n "$(go list -e ./... 2>/dev/null)" ]]; then
   run_stage "go vet" go vet ./...

@@ -311,6 +311,9 @@ func TestOccupancyAndTimer(t *testing.T) {
 		t.Fatalf("occupancy: %d, %v", blocks, err)
 	}
 	regs, err := fn.Attribute(FuncNumRegs)
+	if err != nil {
+		t.Fatalf("registers: %v", err)
+	}
 	t.Logf("vec_add: %d blocks of 256 per SM, %d registers", blocks, regs)
 	n := 1 << 24
 	a, _ := AllocSlice[float32](c, n)

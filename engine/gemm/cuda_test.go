@@ -126,7 +126,7 @@ func TestReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []float32{1 + 3 + 8, 2 + 3 - 4, 2, 1 - 1, -1 + 4, 0.5 - 2} // rows of A times B, by hand
+	want := []float32{1 + 3 + 8, 2 + 3 - 4, 2, 0, -1 + 4, 0.5 - 2} // rows of A times B, by hand (the fourth: 1 - 1)
 	for i := range want {
 		if c[i] != want[i] {
 			t.Errorf("c[%d] = %v, want %v", i, c[i], want[i])

@@ -31,17 +31,15 @@ type clImageFormat struct {
 // image_type at 0, image_width 8, image_height 16, image_depth 24,
 // image_array_size 32, image_row_pitch 40, image_slice_pitch 48,
 // num_mip_levels 56, num_samples 60, buffer (mem_object) 64.
+// Only 2-D images are made, so the fields after the height stay zero:
+// they are there for the layout.
 type clImageDesc struct {
 	imageType     uint32
 	_             uint32
 	width, height uintptr
-	depth         uintptr
-	arraySize     uintptr
-	rowPitch      uintptr
-	slicePitch    uintptr
-	numMipLevels  uint32
-	numSamples    uint32
-	buffer        uintptr
+	_             [4]uintptr // depth, array size, row pitch, slice pitch
+	_             [2]uint32  // mip levels, samples
+	_             uintptr    // buffer
 }
 
 var (

@@ -429,7 +429,9 @@ func TestSliceRoundTrip(t *testing.T) {
 		run  func() (bool, error)
 	}{
 		{"float32", func() (bool, error) { return roundTrip(c, b, []float32{1.5, -2, float32(math.Pi), math.MaxFloat32}) }},
-		{"float64", func() (bool, error) { return roundTrip(c, b, []float64{math.E, -0.0, math.SmallestNonzeroFloat64}) }},
+		{"float64", func() (bool, error) {
+			return roundTrip(c, b, []float64{math.E, math.Copysign(0, -1), math.SmallestNonzeroFloat64})
+		}},
 		{"int32", func() (bool, error) { return roundTrip(c, b, []int32{math.MinInt32, -1, 0, math.MaxInt32}) }},
 		{"uint32", func() (bool, error) { return roundTrip(c, b, []uint32{0, 1, math.MaxUint32}) }},
 		{"int64", func() (bool, error) { return roundTrip(c, b, []int64{math.MinInt64, math.MaxInt64}) }},
@@ -455,11 +457,23 @@ func roundTrip[T opencl.Number](c *opencl.Context, b *opencl.Buffer, want []T) (
 		return false, err
 	}
 	for i := range got {
-		if got[i] != want[i] {
+		if !sameBits(got[i], want[i]) {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// sameBits compares floats bit for bit, so that -0 and +0 differ (and a
+// NaN equals itself); other numbers with ==.
+func sameBits[T opencl.Number](a, b T) bool {
+	switch x := any(a).(type) {
+	case float32:
+		return math.Float32bits(x) == math.Float32bits(any(b).(float32))
+	case float64:
+		return math.Float64bits(x) == math.Float64bits(any(b).(float64))
+	}
+	return a == b
 }
 
 func TestCopyBuffer(t *testing.T) {

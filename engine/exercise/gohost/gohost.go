@@ -170,7 +170,7 @@ func OutputsCSR(outs [][]uint32) (*sparse.CSR, error) {
 		c.Val = append(c.Val, math.Float32frombits(w))
 	}
 	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("C is not a valid CSR matrix (sorted, in-range columns): %w", err)
+		return nil, fmt.Errorf("the product C is not a valid CSR matrix (sorted, in-range columns): %w", err)
 	}
 	return c, nil
 }

@@ -61,7 +61,6 @@ func (kt *kernelTest) keep(b *cuda.Buffer, err error) *cuda.Buffer {
 }
 
 func (kt *kernelTest) f32(v []float32) *cuda.Buffer { return kt.keep(cuda.Upload(kt.ctx, v)) }
-func (kt *kernelTest) i32(v []int32) *cuda.Buffer   { return kt.keep(cuda.Upload(kt.ctx, v)) }
 
 // elem uploads v in the engine's element type, and returns the values the
 // GPU sees (rounded to bf16 in the bf16 engine).

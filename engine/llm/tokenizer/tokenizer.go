@@ -345,10 +345,10 @@ func (t *Tokenizer) readPreTokenizer(c component, last bool) error {
 		return nil
 	case "Split":
 		if c.Pattern.Regex == nil || matchers[*c.Pattern.Regex] == nil {
-			return fmt.Errorf("Split pattern %s: not supported; the known patterns are the Llama 3 one %q and the GPT-2 one %q", patternText(c), llama3Pattern, gpt2Pattern)
+			return fmt.Errorf("pre-tokenizer Split pattern %s: not supported; the known patterns are the Llama 3 one %q and the GPT-2 one %q", patternText(c), llama3Pattern, gpt2Pattern)
 		}
 		if c.Behavior != "Isolated" || c.Invert {
-			return fmt.Errorf("Split behavior %q (invert %v): want Isolated, not inverted", c.Behavior, c.Invert)
+			return fmt.Errorf("pre-tokenizer Split behavior %q (invert %v): want Isolated, not inverted", c.Behavior, c.Invert)
 		}
 		match := matchers[*c.Pattern.Regex]
 		t.preTok = append(t.preTok, func(s string) []string { return split(s, match) })
