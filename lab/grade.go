@@ -403,11 +403,19 @@ func gradeMarkdown(rows []gradeRow, unit string) string {
 	}
 	for _, r := range rows {
 		if out := strings.TrimSpace(r.Output); out != "" {
-			fence := strings.Repeat("`", max(3, longestRun(out, '`')+1))
-			fmt.Fprintf(&b, "\n**%s printed:**\n\n%s\n%s\n%s\n", mdCell(r.Student), fence, out, fence)
+			fmt.Fprintf(&b, "\n**%s printed:**\n\n%s\n", mdCell(r.Student), fenced(out))
+		}
+		if d := strings.TrimSpace(r.Diagnosis); d != "" {
+			fmt.Fprintf(&b, "\n**%s, diagnosed under compute-sanitizer:**\n\n%s\n", mdCell(r.Student), fenced(d))
 		}
 	}
 	return b.String()
+}
+
+// fenced is text in a code fence longer than any run of backticks in it.
+func fenced(text string) string {
+	fence := strings.Repeat("`", max(3, longestRun(text, '`')+1))
+	return fence + "\n" + text + "\n" + fence
 }
 
 // speedText is a speed with three significant digits, and no exponent:
@@ -461,10 +469,10 @@ func gradeCSV(rows []gradeRow, unit string) []byte {
 	if unit == exercise.UnitGBps {
 		speed = "gbps"
 	}
-	w.Write([]string{"student", "compiled", "correct", speed, "pct_of_reference", "error", "output", "isolation"})
+	w.Write([]string{"student", "compiled", "correct", speed, "pct_of_reference", "error", "output", "isolation", "diagnosis"})
 	for _, r := range rows {
 		w.Write([]string{csvCell(r.Student), yesNo(r.Compiled), yesNo(r.Correct), fmt.Sprintf("%.4g", r.GFLOPS), fmt.Sprintf("%.1f", r.PctOfRef),
-			csvCell(strings.TrimSpace(r.Error + " " + r.Detail)), csvCell(r.Output), r.Isolation})
+			csvCell(strings.TrimSpace(r.Error + " " + r.Detail)), csvCell(r.Output), r.Isolation, csvCell(r.Diagnosis)})
 	}
 	w.Flush()
 	return []byte(b.String())

@@ -535,12 +535,14 @@ func TestGradeUsage(t *testing.T) {
 }
 
 // TestGradeTables: the speed column is the exercise's unit, every cell is
-// escaped, a formula-like CSV cell is defused, and output is fenced.
+// escaped, a formula-like CSV cell is defused, and output and diagnoses
+// are fenced.
 func TestGradeTables(t *testing.T) {
 	rows := []gradeRow{
 		{Student: "ann", Result: exercise.Result{Compiled: true, Correct: true, GFLOPS: 812.5, PctOfRef: 97}, Isolation: "bubblewrap (test)"},
 		{Student: "mallory | yes | yes | 50.0 | 100% |", Result: exercise.Result{Error: "x | y\nz", Output: "```\n| fake | row |"}},
 		{Student: "=HYPERLINK(\"http://evil\")", Result: exercise.Result{}},
+		{Student: "dan", Result: exercise.Result{Compiled: true, Diagnosis: "thread (3,1,0) read `A[85]` past the end\n```"}},
 	}
 	for v, want := range map[float64]string{8912.4: "8912", 246.04: "246", 47.13: "47.1", 4.713: "4.71", 0.06071: "0.0607", 0: "0"} {
 		if got := speedText(v); got != want {
@@ -571,7 +573,11 @@ func TestGradeTables(t *testing.T) {
 		if !regexp.MustCompile("(?m)^````\n```\n\\| fake \\| row \\|\n````$").MatchString(md) {
 			t.Errorf("output not fenced:\n%s", md)
 		}
-		if csv := string(gradeCSV(rows, tc.unit)); !strings.HasPrefix(csv, tc.csv) || !strings.Contains(csv, `"'=HYPERLINK(""http://evil"")"`) {
+		if !strings.Contains(md, "**dan, diagnosed under compute-sanitizer:**\n\n````\nthread (3,1,0) read `A[85]` past the end\n```\n````") {
+			t.Errorf("diagnosis not shown, fenced:\n%s", md)
+		}
+		if csv := string(gradeCSV(rows, tc.unit)); !strings.HasPrefix(csv, tc.csv) || !strings.Contains(csv, `"'=HYPERLINK(""http://evil"")"`) ||
+			!strings.Contains(csv, ",isolation,diagnosis\n") || !strings.Contains(csv, "past the end") {
 			t.Errorf("%s: csv\n%s", tc.unit, csv)
 		}
 	}
