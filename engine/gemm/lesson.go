@@ -137,7 +137,7 @@ func LadderStory(recs []bench.Record) string {
 	for _, l := range ladders(recs) {
 		prev := l.baseline
 		if l.baseline.Variant != "" {
-			fmt.Fprintf(&b, "- %s baseline `%s`: %s.\n", l.precision, l.baseline.Variant, gflops(l.baseline.GFLOPS))
+			fmt.Fprintf(&b, "- %s baseline `%s`: %s%s.\n", l.precision, l.baseline.Variant, gflops(l.baseline.GFLOPS), impossible(l.baseline))
 		}
 		first := true
 		for _, r := range l.steps {
@@ -147,14 +147,14 @@ func LadderStory(recs []bench.Record) string {
 			}
 			switch {
 			case first:
-				fmt.Fprintf(&b, "- `%s`: %s, %s `%s`.\n", r.Variant, gflops(r.GFLOPS), share(r.PctOfBaseline), r.Baseline)
+				fmt.Fprintf(&b, "- `%s`: %s, %s `%s`%s.\n", r.Variant, gflops(r.GFLOPS), share(r.PctOfBaseline), r.Baseline, impossible(r))
 			default:
 				gain := r.GFLOPS / prev.GFLOPS
 				fmt.Fprintf(&b, "- `%s`: %.2f× `%s` (%s → %s)", r.Variant, gain, prev.Variant, gflops(prev.GFLOPS), gflops(r.GFLOPS))
 				if why, ok := whyNoGain[r.Variant]; ok && gain < 1.05 {
 					fmt.Fprintf(&b, ": little or nothing gained, and %s", why)
 				}
-				b.WriteString(".\n")
+				b.WriteString(impossible(r) + ".\n")
 			}
 			prev, first = r, false
 		}
@@ -164,6 +164,15 @@ func LadderStory(recs []bench.Record) string {
 		}
 	}
 	return b.String()
+}
+
+// impossible is what a story says after a speed above the compute peak of
+// its precision ("" for any other): a measurement error, not a result.
+func impossible(r bench.Record) string {
+	if !bench.BeyondComputePeak(r) {
+		return ""
+	}
+	return fmt.Sprintf(" ✗ (%.0f%% of the peak: %s)", r.PctPeakGFLOPS, bench.ImpossibleNote)
 }
 
 // SlowerSteps names the steps of one device and size that ran slower than

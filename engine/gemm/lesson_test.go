@@ -129,3 +129,19 @@ func TestStrideStory(t *testing.T) {
 		}
 	}
 }
+
+// TestLadderStoryFlagsImpossibleSpeeds: a step faster than the compute
+// peak allows is told as a measurement error.
+func TestLadderStoryFlagsImpossibleSpeeds(t *testing.T) {
+	recs := []bench.Record{
+		{Suite: "gemm", Variant: "cublas", Device: "cuda:0", DeviceName: "GPU", Size: "1024", GFLOPS: 50000, PctPeakGFLOPS: 75, OK: true, Params: bench.Params{"precision": "fp32"}},
+		{Suite: "gemm", Variant: "01_naive", Device: "cuda:0", DeviceName: "GPU", Size: "1024", GFLOPS: 90000, PctPeakGFLOPS: 135, Baseline: "cublas", PctOfBaseline: 180, OK: true, Params: bench.Params{"precision": "fp32"}},
+	}
+	story := LadderStory(recs)
+	if !strings.Contains(story, "`01_naive`") || !strings.Contains(story, "✗ (135% of the peak: faster than the hardware's peak allows") {
+		t.Errorf("the impossible step is not flagged:\n%s", story)
+	}
+	if n := strings.Count(story, "✗"); n != 1 {
+		t.Errorf("%d flags, want the impossible step's alone:\n%s", n, story)
+	}
+}
