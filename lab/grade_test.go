@@ -362,7 +362,7 @@ func TestGradeOpenCL(t *testing.T) {
 	if limit := time.Duration(len(attacks)) * timeout; took > limit {
 		t.Errorf("grading took %v, more than the time limits summed (%v)", took, limit)
 	}
-	if csv, _ := os.ReadFile(g.grades); !bytes.HasPrefix(csv, []byte("student,compiled,correct,gflops,pct_of_reference,error,output,isolation\n")) {
+	if csv, _ := os.ReadFile(g.grades); !bytes.HasPrefix(csv, []byte("student,compiled,correct,gflops,pct_of_reference,error,output,isolation,diagnosis\n")) {
 		t.Errorf("csv: %s", csv)
 	}
 }
