@@ -243,9 +243,14 @@ func (f *Function) Attribute(a FunctionAttribute) (int, error) {
 
 // MaxActiveBlocksPerSM is the occupancy query: how many blocks of blockSize
 // threads using dynSmem bytes of dynamic shared memory fit on one SM at once.
+// Above 48 KiB it opts the kernel in to dynSmem first, as Launch does: the
+// driver answers 0 for a kernel that has not.
 func (f *Function) MaxActiveBlocksPerSM(blockSize, dynSmem int) (int, error) {
 	var n int32
 	err := f.mod.ctx.Do(func() error {
+		if err := f.optInShared(dynSmem); err != nil {
+			return err
+		}
 		return check("cuOccupancyMaxActiveBlocksPerMultiprocessor",
 			cuOccupancyMaxActiveBlocks(&n, f.h, int32(blockSize), uint64(dynSmem)))
 	})
@@ -310,11 +315,8 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 		params = unsafe.Pointer(&ptrs[0])
 	}
 	return f.mod.ctx.Do(func() error {
-		if cfg.SharedMem > props.SharedPerBlock {
-			// Above 48 KiB a kernel must opt in to more dynamic shared memory.
-			if err := check("cuFuncSetAttribute", cuFuncSetAttribute(f.h, int32(FuncMaxDynamicSharedBytes), int32(cfg.SharedMem))); err != nil {
-				return fmt.Errorf("launch %s: %w", f.name, err)
-			}
+		if err := f.optInShared(cfg.SharedMem); err != nil {
+			return fmt.Errorf("launch %s: %w", f.name, err)
 		}
 		code := cuLaunchKernel(f.h, uint32(g.X), uint32(g.Y), uint32(g.Z), uint32(b.X), uint32(b.Y), uint32(b.Z),
 			uint32(cfg.SharedMem), cfg.Stream.handle(), params, nil)
@@ -323,6 +325,16 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 		}
 		return nil
 	})
+}
+
+// optInShared lets the kernel have bytes of dynamic shared memory per
+// block: above the device's default limit (48 KiB) a kernel must opt in to
+// more. It runs inside the context's Do.
+func (f *Function) optInShared(bytes int) error {
+	if bytes <= f.mod.ctx.props.SharedPerBlock {
+		return nil
+	}
+	return check("cuFuncSetAttribute", cuFuncSetAttribute(f.h, int32(FuncMaxDynamicSharedBytes), int32(bytes)))
 }
 
 // pack turns each argument into the bytes the kernel parameter expects. Every

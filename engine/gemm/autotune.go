@@ -32,12 +32,14 @@ func (t TileConfig) defines() []string {
 		fmt.Sprintf("-DWM=%d", t.WM), fmt.Sprintf("-DWN=%d", t.WN)}
 }
 
+// step is step 10 at these tiles.
 func (t TileConfig) step() cudaStep {
-	return cudaStep{Variant: autotunedVariant(), kernel: "sgemm", block: t.Threads(), tileM: t.BM, tileN: t.BN, vecElem: 4}
+	return cudaStep{Variant: autotunedVariant(), kernel: "sgemm", block: t.Threads(), tileM: t.BM, tileN: t.BN, vecElem: 4,
+		defines: t.defines()}
 }
 
 func (t TileConfig) function(ctx *cuda.Context, s Shape) (*cuda.Function, error) {
-	return t.step().function(ctx, s, t.defines())
+	return t.step().function(ctx, s)
 }
 
 func (t TileConfig) launch(s Shape) cuda.LaunchConfig { return t.step().launch(s) }
@@ -78,11 +80,8 @@ func AutotunePath() string {
 func Autotune(ctx *cuda.Context, s Shape) (TileConfig, error) {
 	autotuneMu.Lock()
 	defer autotuneMu.Unlock()
-	key := ctx.Properties().Name + " " + s.String()
-	cache := map[string]TileConfig{}
-	if data, err := os.ReadFile(AutotunePath()); err == nil {
-		json.Unmarshal(data, &cache) // a corrupt cache is rebuilt
-	}
+	key := autotuneKey(ctx.Properties().Name, s)
+	cache := readAutotuneCache()
 	if t, ok := cache[key]; ok {
 		return t, nil
 	}
@@ -96,6 +95,29 @@ func Autotune(ctx *cuda.Context, s Shape) (TileConfig, error) {
 		atomicfile.WriteBytes(AutotunePath(), data)
 	}
 	return best, nil
+}
+
+// CachedTiles is the TileConfig that Autotune chose for shape s on the GPU
+// named gpu (cuda.Properties.Name), read from the cache without searching;
+// ok is false when that GPU and shape were never tuned.
+func CachedTiles(gpu string, s Shape) (t TileConfig, ok bool) {
+	t, ok = readAutotuneCache()[autotuneKey(gpu, s)]
+	return t, ok
+}
+
+// autotuneKey is the cache's key for a GPU's name and a shape.
+func autotuneKey(gpu string, s Shape) string { return gpu + " " + s.String() }
+
+// readAutotuneCache is the cache at AutotunePath by autotuneKey: empty when
+// there is none, or when it is corrupt (Autotune then rebuilds it). Writes
+// replace the file whole, so it needs no lock.
+func readAutotuneCache() map[string]TileConfig {
+	cache := map[string]TileConfig{}
+	data, err := os.ReadFile(AutotunePath())
+	if err != nil || json.Unmarshal(data, &cache) != nil {
+		return map[string]TileConfig{}
+	}
+	return cache
 }
 
 // search times every candidate on random inputs of shape s (3 runs after a

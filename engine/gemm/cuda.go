@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"gpulab/engine"
@@ -21,6 +22,7 @@ type cudaStep struct {
 	tileM   int                  // rows of C per block
 	tileN   int                  // columns of C per block
 	vecElem int                  // elements per 16 bytes when the file uses VEC (4 fp32, 8 bf16); 0: no VEC
+	defines []string             // -D options of the step's parameters (step 10's tiles)
 	blas    func(*cudaRun) error // cuBLAS baselines
 	tuned   bool                 // step 10: parameters from Autotune
 	hopper  bool                 // step 12: wgmma and TMA, sm_90a only
@@ -121,18 +123,32 @@ func vecOption(s Shape, elem int) string {
 	return "-DVEC=0"
 }
 
-// Function compiles one step's kernel for ctx and the shape's alignment.
-func (st cudaStep) function(ctx *cuda.Context, s Shape, extra []string) (*cuda.Function, error) {
+// options are the step's compiler options for shape s: its parameters'
+// defines, -DVEC for the shape's alignment, and sm_90a for step 12.
+func (st cudaStep) options(s Shape) []string {
+	opts := slices.Clone(st.defines)
+	if st.vecElem > 0 {
+		opts = append(opts, vecOption(s, st.vecElem))
+	}
+	if st.hopper {
+		opts = append(opts, "--gpu-architecture=sm_90a")
+	}
+	return opts
+}
+
+// module compiles the step's file for ctx and shape s.
+func (st cudaStep) module(ctx *cuda.Context, s Shape) (*cuda.Module, error) {
 	src, err := kernels.CUDA("gemm/" + st.fileName())
 	if err != nil {
 		return nil, err
 	}
-	opts := append([]string{}, extra...)
-	if st.vecElem > 0 {
-		opts = append(opts, vecOption(s, st.vecElem))
-	}
-	mod, err := ctx.Compile(cuda.Source{Name: "gemm/" + st.fileName() + ".cu", Code: src,
-		Headers: kernels.CUDAFamily.Headers(), Options: opts})
+	return ctx.Compile(cuda.Source{Name: "gemm/" + st.fileName() + ".cu", Code: src,
+		Headers: kernels.CUDAFamily.Headers(), Options: st.options(s)})
+}
+
+// function compiles one step's kernel for ctx and shape s.
+func (st cudaStep) function(ctx *cuda.Context, s Shape) (*cuda.Function, error) {
+	mod, err := st.module(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -146,16 +162,25 @@ func (st cudaStep) fileName() string {
 	return st.Name
 }
 
-// launch is the grid and block for shape s.
+// hopperSharedBytes is the dynamic shared memory of step 12's kernel: 4
+// stages of a 128×64 tile of A and a 64×256 tile of B in BF16, the stages'
+// full and empty barriers, and slack to align the tiles to 1024 bytes.
+const hopperSharedBytes = 4*(128+256)*64*2 + 64 + 1024
+
+// launch is the grid, block and dynamic shared memory for shape s.
 func (st cudaStep) launch(s Shape) cuda.LaunchConfig {
 	gx, gy := ceilDiv(s.N, st.tileN), ceilDiv(s.M, st.tileM)
 	if st.rowsX {
 		gx, gy = gy, gx
 	}
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: gy}, Block: cuda.Dim3{X: st.block}}
 	if st.square {
-		return cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: gy}, Block: cuda.Dim3{X: 32, Y: 32}}
+		cfg.Block = cuda.Dim3{X: 32, Y: 32}
 	}
-	return cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: gy}, Block: cuda.Dim3{X: st.block}}
+	if st.hopper {
+		cfg.SharedMem = hopperSharedBytes
+	}
+	return cfg
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -274,7 +299,7 @@ func cudaCases(ctx *cuda.Context, p *Problem) (cases []bench.Case, closeAll func
 			c.Params["tuned"] = tuned.String()
 			cases = append(cases, c)
 		default:
-			fn, err := st.function(ctx, p.Shape, nil)
+			fn, err := st.function(ctx, p.Shape)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", st.Name, err)
 			}
@@ -290,12 +315,7 @@ func cudaCases(ctx *cuda.Context, p *Problem) (cases []bench.Case, closeAll func
 func (r *cudaRun) hopperCase(st cudaStep) (bench.Case, error) {
 	p := r.p
 	kp, np := (p.K+7)/8*8, (p.N+7)/8*8
-	src, err := kernels.CUDA("gemm/" + st.Name)
-	if err != nil {
-		return bench.Case{}, err
-	}
-	mod, err := r.ctx.Compile(cuda.Source{Name: "gemm/" + st.Name + ".cu", Code: src, Headers: kernels.CUDAFamily.Headers(),
-		Options: []string{"--gpu-architecture=sm_90a"}})
+	mod, err := st.module(r.ctx, p.Shape)
 	if err != nil {
 		return bench.Case{}, err
 	}
@@ -336,8 +356,7 @@ func (r *cudaRun) hopperCase(st cudaStep) (bench.Case, error) {
 	if err != nil {
 		return bench.Case{}, err
 	}
-	const smemBytes = 4*(128+256)*64*2 + 64 + 1024 // 4 stages of A and B tiles, barriers, alignment slack
-	main := cuda.LaunchConfig{Grid: cuda.Dim3{X: ceilDiv(p.N, 256), Y: ceilDiv(p.M, 128)}, Block: cuda.Dim3{X: 384}, SharedMem: smemBytes}
+	main := st.launch(p.Shape)
 	return r.newCase(st.Variant, func() error {
 		for _, f := range pads {
 			if err := f(); err != nil {

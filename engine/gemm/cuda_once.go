@@ -2,7 +2,6 @@ package gemm
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"gpulab/engine/cuda"
@@ -13,35 +12,6 @@ import (
 // under: NVRTC's diagnostics for it read "exercise.cu:LINE: error: ...",
 // with the lines of the source as given.
 const ExerciseSourceName = "exercise.cu"
-
-// CUDALaunch is how the FP32 kernel of step (01_naive to 09_warp_tiling)
-// is launched for shape s: its entry point, launch configuration and
-// compiler options. An exercise launches a student's kernel the same way.
-func CUDALaunch(step string, s Shape) (kernel string, cfg cuda.LaunchConfig, options []string, err error) {
-	st, err := cudaFP32Step(step)
-	if err != nil {
-		return "", cfg, nil, err
-	}
-	if st.vecElem > 0 {
-		options = []string{vecOption(s, st.vecElem)}
-	}
-	return st.kernel, st.launch(s), options, nil
-}
-
-// cudaFP32Step is the FP32 kernel step of that name.
-func cudaFP32Step(step string) (cudaStep, error) {
-	var names []string
-	for _, c := range cudaSteps() {
-		if c.kernel == "" || c.tuned || c.hopper || c.Precision != FP32 {
-			continue
-		}
-		names = append(names, c.Name)
-		if c.Name == step {
-			return c, nil
-		}
-	}
-	return cudaStep{}, fmt.Errorf("gemm: no FP32 CUDA kernel step %q (have: %s)", step, strings.Join(names, ", "))
-}
 
 // CUDAGEMM computes C = A·B once on ctx with one FP32 kernel step of the
 // CUDA ladder (01_naive to 09_warp_tiling) and returns C and the kernel's
@@ -63,11 +33,11 @@ func CUDAGEMM(ctx *cuda.Context, step, source string, s Shape, a, b []float32) (
 	if err != nil {
 		return nil, 0, err
 	}
-	kernel, cfg, options, _ := CUDALaunch(step, s)
-	src := cuda.Source{Name: ExerciseSourceName, Code: source, Headers: kernels.CUDAFamily.Headers(), Options: options}
+	k := st.cudaKernel(s)
+	src := cuda.Source{Name: ExerciseSourceName, Code: source, Headers: kernels.CUDAFamily.Headers(), Options: k.Options}
 	if source == "" {
-		src.Name = "gemm/" + st.fileName() + ".cu"
-		if src.Code, err = kernels.CUDA("gemm/" + st.fileName()); err != nil {
+		src.Name = k.File + ".cu"
+		if src.Code, err = kernels.CUDA(k.File); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -75,9 +45,9 @@ func CUDAGEMM(ctx *cuda.Context, step, source string, s Shape, a, b []float32) (
 	if err != nil {
 		return nil, 0, err
 	}
-	fn, err := mod.Function(kernel)
+	fn, err := mod.Function(k.Entry)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w (the kernel must be %s)", src.Name, err, CUDADecl(kernel))
+		return nil, 0, fmt.Errorf("%s: %w (the kernel must be %s)", src.Name, err, CUDADecl(k.Entry))
 	}
 	da, err := cuda.Upload(ctx, a)
 	if err != nil {
@@ -102,7 +72,7 @@ func CUDAGEMM(ctx *cuda.Context, step, source string, s Shape, a, b []float32) (
 		return nil, 0, err
 	}
 	defer timer.Destroy()
-	d, err := timer.Time(func() error { return fn.Launch(cfg, s.M, s.N, s.K, da, db, dc) })
+	d, err := timer.Time(func() error { return fn.Launch(k.Launch, s.M, s.N, s.K, da, db, dc) })
 	if err != nil {
 		return nil, 0, err
 	}

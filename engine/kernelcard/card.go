@@ -15,6 +15,7 @@ package kernelcard
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gpulab/engine"
@@ -37,6 +38,12 @@ type Kernel struct {
 	// a launch nobody told: the card has no occupancy.
 	Grid, Block [3]int
 	Shared      int // CUDA dynamic shared memory per block, bytes
+	// Notes are what the caller says of the build or the launch (where
+	// its parameters come from), first among the card's notes.
+	Notes []string
+	// Unsupported, if set, says why the device cannot run the kernel
+	// ("needs sm_90 (Hopper)"): the card says so, and nothing is compiled.
+	Unsupported string
 }
 
 func (k Kernel) launchKnown() bool { return k.Block != [3]int{} }
@@ -102,8 +109,11 @@ type Card struct {
 // kernels to describe. It never fails: what it cannot learn is said in the
 // card (Error, Notes).
 func Of(dev *engine.Device, k Kernel) Card {
-	c := Card{Label: k.Label, Kernel: k.Entry, Device: dev.ID + " (" + dev.Name + ")", Backend: string(dev.Kind), Options: k.Options}
+	c := Card{Label: k.Label, Kernel: k.Entry, Device: dev.ID + " (" + dev.Name + ")", Backend: string(dev.Kind), Options: k.Options,
+		Notes: slices.Clone(k.Notes)}
 	switch {
+	case k.Unsupported != "":
+		c.Error = k.Unsupported
 	case dev.CUDA != nil:
 		cudaCard(&c, dev.CUDA, k)
 	case dev.OpenCL != nil:

@@ -2,10 +2,14 @@ package kernelcard
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"gpulab/engine"
+	"gpulab/engine/cuda"
 	"gpulab/engine/cuda/cudatest"
 	"gpulab/engine/gemm"
 )
@@ -127,13 +131,15 @@ func TestCUDACard(t *testing.T) {
 }
 
 // TestGEMMCardsOnGPU builds the cards of notebook 01's CUDA ladder at
-// 4096³ and checks what the steps' comments say of them: every FP32
-// kernel step has a launch, an occupancy and FMAs; tiling brings shared
-// loads (03 on), float4 brings 16-byte global loads (06), double
+// 4096³ and checks what the steps' comments say of them: every kernel
+// step has one card, with a launch and an occupancy (step 12 off Hopper:
+// a card saying it needs one); every FP32 step has FMAs; tiling brings
+// shared loads (03 on), float4 brings 16-byte global loads (06), double
 // buffering brings cp.async (08), and no step spills.
 func TestGEMMCardsOnGPU(t *testing.T) {
 	ctx := cudatest.Context(t)
-	l := GEMM(engine.CUDA, []string{ctx.ID()}, gemm.Shape{M: 4096, N: 4096, K: 4096})
+	s := gemm.Shape{M: 4096, N: 4096, K: 4096}
+	l := GEMM(engine.CUDA, []string{ctx.ID()}, s)
 	if l.Note() != "" {
 		t.Fatal(l.Note())
 	}
@@ -148,45 +154,131 @@ func TestGEMMCardsOnGPU(t *testing.T) {
 		}
 		return 0
 	}
+	hopper := ctx.Properties().Major == 9
+	byStep := map[string]Card{}
 	for _, st := range gemm.Steps(engine.CUDA) {
-		cards := l.Cards(st.Name)
-		if len(cards) == 0 {
-			t.Errorf("%s: no card", st.Name)
+		for _, c := range l.Cards(st.Name) {
+			if _, dup := byStep[c.Label]; dup {
+				t.Errorf("%s: two cards", c.Label)
+			}
+			byStep[c.Label] = c
+		}
+	}
+	for _, k := range gemm.CUDAKernels(s, ctx.Properties().Name) {
+		c, ok := byStep[k.Step]
+		if !ok {
+			t.Errorf("%s: no card", k.Step)
 			continue
 		}
-		for _, c := range cards {
-			t.Logf("\n%s", c.Markdown())
-			if c.Error != "" {
-				if st.Name == "12_wgmma_tma" && ctx.Properties().Major != 9 {
-					continue
-				}
-				t.Errorf("%s: %s", st.Name, c.Error)
-				continue
+		t.Logf("\n%s", c.Markdown())
+		if k.Hopper && !hopper {
+			if !strings.Contains(c.Error, "needs sm_90 (Hopper)") {
+				t.Errorf("%s off Hopper: error %q", k.Step, c.Error)
 			}
-			if c.LocalBytes != 0 {
-				t.Errorf("%s %s: %d bytes of local memory per thread", st.Name, c.Kernel, c.LocalBytes)
-			}
-		}
-		c := cards[0]
-		n := st.Name[:2]
-		if n > "09" || c.Error != "" {
 			continue
 		}
-		if c.Occupancy == nil || c.Occupancy.Blocks < 1 || c.Occupancy.Disagree != "" {
-			t.Errorf("%s: occupancy %+v", st.Name, c.Occupancy)
+		if c.Error != "" {
+			t.Errorf("%s: %s", k.Step, c.Error)
+			continue
+		}
+		if c.Kernel != k.Entry || c.LocalBytes != 0 {
+			t.Errorf("%s: kernel %s (want %s), %d bytes of local memory per thread", k.Step, c.Kernel, k.Entry, c.LocalBytes)
+		}
+		if c.Occupancy == nil || c.Occupancy.Blocks < 1 || c.Occupancy.Disagree != "" || c.DynamicShared != k.Launch.SharedMem {
+			t.Errorf("%s: occupancy %+v, %d B of dynamic shared memory", k.Step, c.Occupancy, c.DynamicShared)
+		}
+		n := k.Step[:2]
+		if n > "09" {
+			continue
 		}
 		if count(c, "fma", 0) == 0 || count(c, "ld.global", 0) == 0 || count(c, "st.global", 0) == 0 {
-			t.Errorf("%s: PTX counts %v", st.Name, c.PTXCounts)
+			t.Errorf("%s: PTX counts %v", k.Step, c.PTXCounts)
 		}
 		if n >= "03" && count(c, "ld.shared", 0) == 0 {
-			t.Errorf("%s: no shared loads: %v", st.Name, c.PTXCounts)
+			t.Errorf("%s: no shared loads: %v", k.Step, c.PTXCounts)
 		}
 		if n >= "06" && n != "08" && count(c, "ld.global", 16) == 0 {
-			t.Errorf("%s: no 16-byte global loads: %v", st.Name, c.PTXCounts)
+			t.Errorf("%s: no 16-byte global loads: %v", k.Step, c.PTXCounts)
 		}
 		if n == "08" && count(c, "cp.async", 0) == 0 {
-			t.Errorf("%s: no cp.async: %v", st.Name, c.PTXCounts)
+			t.Errorf("%s: no cp.async: %v", k.Step, c.PTXCounts)
 		}
+	}
+}
+
+// TestCUDAGEMMKernels checks, without a GPU, the kernels whose cards
+// notebook 01 shows under the CUDA steps: one per kernel step, under the
+// step that shows its file, with the suite's launch; step 10 saying where
+// its tiles come from, and step 12 saying, off Hopper, that it needs one.
+func TestCUDAGEMMKernels(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("GPULAB_CACHE_DIR", dir)
+	s := gemm.Shape{M: 4096, N: 4096, K: 4096}
+	kernelsOn := func(props cuda.Properties) map[string]Kernel {
+		out := map[string]Kernel{}
+		for _, st := range gemm.Steps(engine.CUDA) {
+			for _, k := range cudaGEMMKernels(st, s, props) {
+				if _, dup := out[k.Label]; dup {
+					t.Errorf("%s: two kernels", k.Label)
+				}
+				if k.Source != st.Code || k.Name != strings.TrimPrefix(st.File, "cuda/") {
+					t.Errorf("%s under %s: source %s, not the step's file", k.Label, st.Name, k.Name)
+				}
+				out[k.Label] = k
+			}
+		}
+		return out
+	}
+	h100 := cuda.Properties{Name: "NVIDIA H100 80GB HBM3", Major: 9}
+	a100 := cuda.Properties{Name: "NVIDIA A100-SXM4-80GB", Major: 8}
+	on := kernelsOn(a100)
+	launches := gemm.CUDAKernels(s, a100.Name)
+	if len(on) != len(launches) {
+		t.Errorf("%d kernels, want one for each of the %d kernel steps", len(on), len(launches))
+	}
+	for _, g := range launches {
+		k, ok := on[g.Step]
+		if !ok {
+			t.Errorf("%s: no kernel", g.Step)
+			continue
+		}
+		if !k.launchKnown() || k.Entry != g.Entry || k.Grid != [3]int{g.Launch.Grid.X, g.Launch.Grid.Y, g.Launch.Grid.Z} ||
+			k.Block != [3]int{g.Launch.Block.X, g.Launch.Block.Y, g.Launch.Block.Z} || k.Shared != g.Launch.SharedMem || !slices.Equal(k.Options, g.Options) {
+			t.Errorf("%s: kernel %+v, want the suite's %+v", g.Step, k, g)
+		}
+	}
+	for step, entry := range map[string]string{"11_wmma_tf32": "wmma_tf32", "11_wmma_bf16": "wmma_bf16", "12_wgmma_tma": "wgmma_bf16"} {
+		if on[step].Entry != entry {
+			t.Errorf("%s: entry %q, want %s", step, on[step].Entry, entry)
+		}
+	}
+	if got := on["12_wgmma_tma"].Unsupported; !strings.Contains(got, "needs sm_90 (Hopper)") {
+		t.Errorf("12_wgmma_tma on an A100: %q", got)
+	}
+	c := Of(&engine.Device{Info: engine.Info{ID: "cuda:0", Name: a100.Name, Kind: engine.CUDA}}, on["12_wgmma_tma"])
+	if !strings.Contains(c.Markdown(), "*No card: needs sm_90 (Hopper)") {
+		t.Errorf("12_wgmma_tma's card on an A100:\n%s", c.Markdown())
+	}
+	for step, k := range kernelsOn(h100) {
+		if k.Unsupported != "" {
+			t.Errorf("%s on an H100: %q", step, k.Unsupported)
+		}
+	}
+	const untuned = "tiles BM=128 BN=128 BK=16 WM=64 WN=32 (the default; `lab bench gemm --size 4096x4096x4096` tunes them)"
+	if got := on["10_autotuned"].Notes; !slices.Equal(got, []string{untuned}) {
+		t.Errorf("10_autotuned, no cache: notes %q, want %q", got, untuned)
+	}
+	cache := `{"NVIDIA A100-SXM4-80GB 4096x4096x4096": {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64}}`
+	if err := os.WriteFile(filepath.Join(dir, "gemm-autotune.json"), []byte(cache), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 256×128 tiles of 64×64 warp tiles: 4·2 warps = 256 threads, 4096/128 = 32 by 4096/256 = 16 blocks.
+	const tuned = "tiles BM=256 BN=128 BK=16 WM=64 WN=64 (tuned on this GPU for this shape)"
+	if k := kernelsOn(a100)["10_autotuned"]; !slices.Equal(k.Notes, []string{tuned}) || k.Grid != [3]int{32, 16} || k.Block != [3]int{256} {
+		t.Errorf("10_autotuned, cached: notes %q, grid %v, block %v; want %q, 32×16, 256", k.Notes, k.Grid, k.Block, tuned)
+	}
+	if k := kernelsOn(h100)["10_autotuned"]; !slices.Equal(k.Notes, []string{untuned}) {
+		t.Errorf("10_autotuned on a GPU the cache does not know: notes %q", k.Notes)
 	}
 }
 

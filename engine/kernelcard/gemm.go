@@ -2,10 +2,10 @@ package kernelcard
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"gpulab/engine"
+	"gpulab/engine/cuda"
 	"gpulab/engine/gemm"
 	"gpulab/engine/nb"
 	"gpulab/kernels"
@@ -13,7 +13,7 @@ import (
 
 // Ladder is the cards of a ladder's steps on the devices that run it.
 type Ladder struct {
-	cards map[string][]Card // by step name
+	cards map[string][]Card // by the name of the step a lesson shows
 	note  string
 }
 
@@ -43,19 +43,23 @@ func (l Ladder) StepsMarkdown(steps []kernels.Step, lang string) []string {
 	return out
 }
 
-// Cards are the cards of step.
+// Cards are the cards under step as a lesson shows it (gemm.Steps): on
+// each device, one per ladder step whose kernel its file holds, that
+// step's name in the card's Label. Only 11_wmma_tf32 has two: its file,
+// 11_wmma.cu, holds the kernel of 11_wmma_bf16 too.
 func (l Ladder) Cards(step string) []Card { return l.cards[step] }
 
 // Note says why the ladder has no cards here ("" when it has).
 func (l Ladder) Note() string { return l.note }
 
 // GEMM is the cards of notebook 01's GEMM ladder of kind (CUDA or
-// OpenCL) on each device of ids that is of that kind, launched for shape
-// s as the gemm suite launches it: the FP32 CUDA steps with
-// gemm.CUDALaunch, the OpenCL steps with the first configuration that the
-// device takes. A step whose launch engine/gemm does not export (the
-// autotuned, WMMA and wgmma steps) gets a card per kernel of its file,
-// compiled with the file's own defaults, without occupancy.
+// OpenCL) on each device of ids that is of that kind, built and launched
+// for shape s as the gemm suite builds and launches them: every CUDA
+// kernel step as gemm.CUDAKernels says (step 10 with the tiles tuned for
+// the GPU and shape if `lab bench gemm` cached them, else the default
+// ones, which its card says; step 12 on Hopper GPUs only, its card
+// elsewhere saying so), the OpenCL steps with the first configuration that
+// the device takes.
 func GEMM(kind engine.Kind, ids []string, s gemm.Shape) Ladder {
 	l := Ladder{cards: map[string][]Card{}}
 	steps := gemm.Steps(kind)
@@ -85,40 +89,50 @@ func GEMM(kind engine.Kind, ids []string, s gemm.Shape) Ladder {
 
 var kindName = map[engine.Kind]string{engine.CUDA: "CUDA", engine.OpenCL: "OpenCL", engine.CPU: "CPU"}
 
-// globalKernel finds the kernels a CUDA file defines.
-var globalKernel = regexp.MustCompile(`__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:void\s+)?([A-Za-z_]\w*)\s*\(`)
-
 // gemmKernels are the kernels of step st of a GEMM ladder on dev.
 func gemmKernels(dev *engine.Device, kind engine.Kind, st kernels.Step, s gemm.Shape) []Kernel {
-	name := strings.TrimPrefix(strings.TrimPrefix(st.File, "cuda/"), "opencl/")
-	k := Kernel{Label: st.Name, Name: name, Source: st.Code}
-	if kind == engine.OpenCL {
-		k.Entry = gemm.OpenCLKernel
-		info, err := dev.OpenCL.Device().Info()
-		if err != nil {
-			return []Kernel{k} // its card says what building it gives
-		}
-		opts, err := gemm.OpenCLBuildOptions(st.Name, info)
-		cfgs, _ := gemm.OpenCLConfigs(st.Name)
-		for _, c := range cfgs {
-			if err == nil && c.Options() == opts {
-				g := c.Global(s)
-				k.Options = strings.Fields(opts)
-				k.Block = [3]int{c.Local[0], c.Local[1], 1}
-				k.Grid = [3]int{g[0] / c.Local[0], g[1] / c.Local[1], 1}
-			}
-		}
-		return []Kernel{k}
+	if kind == engine.CUDA {
+		return cudaGEMMKernels(st, s, dev.CUDA.Properties())
 	}
-	if entry, cfg, opts, err := gemm.CUDALaunch(st.Name, s); err == nil {
-		k.Entry, k.Options, k.Shared = entry, opts, cfg.SharedMem
-		k.Grid = [3]int{cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z}
-		k.Block = [3]int{cfg.Block.X, cfg.Block.Y, cfg.Block.Z}
-		return []Kernel{k}
+	k := Kernel{Label: st.Name, Name: strings.TrimPrefix(st.File, "opencl/"), Source: st.Code, Entry: gemm.OpenCLKernel}
+	info, err := dev.OpenCL.Device().Info()
+	if err != nil {
+		return []Kernel{k} // its card says what building it gives
 	}
+	opts, err := gemm.OpenCLBuildOptions(st.Name, info)
+	cfgs, _ := gemm.OpenCLConfigs(st.Name)
+	for _, c := range cfgs {
+		if err == nil && c.Options() == opts {
+			g := c.Global(s)
+			k.Options = strings.Fields(opts)
+			k.Block = [3]int{c.Local[0], c.Local[1], 1}
+			k.Grid = [3]int{g[0] / c.Local[0], g[1] / c.Local[1], 1}
+		}
+	}
+	return []Kernel{k}
+}
+
+// cudaGEMMKernels are the kernels that CUDA step st's file holds (as a
+// lesson shows it: 11_wmma_tf32's holds 11_wmma_bf16's too), built and
+// launched for shape s as the gemm suite does on a GPU of props.
+func cudaGEMMKernels(st kernels.Step, s gemm.Shape, props cuda.Properties) []Kernel {
+	name := strings.TrimPrefix(st.File, "cuda/")
 	var out []Kernel
-	for _, m := range globalKernel.FindAllStringSubmatch(st.Code, -1) {
-		k.Entry = m[1]
+	for _, g := range gemm.CUDAKernels(s, props.Name) {
+		if g.File+".cu" != name {
+			continue
+		}
+		cfg := g.Launch
+		k := Kernel{Label: g.Step, Name: name, Source: st.Code, Options: g.Options, Entry: g.Entry,
+			Grid: [3]int{cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z}, Block: [3]int{cfg.Block.X, cfg.Block.Y, cfg.Block.Z}, Shared: cfg.SharedMem}
+		switch {
+		case g.Hopper && props.Major != 9:
+			k.Unsupported = fmt.Sprintf("needs sm_90 (Hopper): wgmma and TMA exist on compute capability 9.x only, and this GPU is %d.%d", props.Major, props.Minor)
+		case g.Tiles != nil && g.Tuned:
+			k.Notes = []string{fmt.Sprintf("tiles %s (tuned on this GPU for this shape)", g.Tiles)}
+		case g.Tiles != nil:
+			k.Notes = []string{fmt.Sprintf("tiles %s (the default; `lab bench gemm --size %s` tunes them)", g.Tiles, s)}
+		}
 		out = append(out, k)
 	}
 	return out
