@@ -17,8 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -368,105 +366,6 @@ func (d *Device) Close() {
 	if d.OpenCL != nil {
 		d.OpenCL.Release()
 	}
-}
-
-// HostMemoryEnv names the environment variable that caps, in bytes, the host
-// memory the lab counts as available (HostMemoryAvailable): a container's
-// limit, which /proc/meminfo does not show, or a small figure under which a
-// test sees the checks refuse without allocating anything.
-const HostMemoryEnv = "GPULAB_HOST_MEMORY"
-
-// HostMemoryAvailable returns the bytes of host memory that new allocations
-// can take: MemAvailable of /proc/meminfo (what the kernel can hand out
-// without swapping), capped by $GPULAB_HOST_MEMORY when it is set. A value
-// of the variable that is not a number of bytes is an error, and so is a
-// missing /proc/meminfo (off Linux) unless the variable gives the figure.
-func HostMemoryAvailable() (uint64, error) {
-	limit := uint64(math.MaxUint64)
-	if s := os.Getenv(HostMemoryEnv); s != "" {
-		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("engine: $%s = %q: want a number of bytes", HostMemoryEnv, s)
-		}
-		limit = n
-	}
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		if limit != math.MaxUint64 {
-			return limit, nil
-		}
-		return 0, fmt.Errorf("engine: host memory: %w", err)
-	}
-	avail, err := memAvailable(string(data))
-	if err != nil {
-		return 0, err
-	}
-	return min(avail, limit), nil
-}
-
-// memAvailable reads the MemAvailable line of /proc/meminfo's text.
-func memAvailable(meminfo string) (uint64, error) {
-	for line := range strings.Lines(meminfo) {
-		rest, ok := strings.CutPrefix(line, "MemAvailable:")
-		if !ok {
-			continue
-		}
-		if f := strings.Fields(rest); len(f) == 2 && f[1] == "kB" {
-			if kB, err := strconv.ParseUint(f[0], 10, 53); err == nil {
-				return kB << 10, nil
-			}
-		}
-		return 0, fmt.Errorf("engine: /proc/meminfo: %q is not MemAvailable: N kB", strings.TrimSpace(line))
-	}
-	return 0, errors.New("engine: /proc/meminfo has no MemAvailable line")
-}
-
-// MemoryError is a refusal to allocate: what needs how many bytes of which
-// memory, and how many are there.
-type MemoryError struct {
-	What      string // what needs the memory, e.g. "gemm 30000x30000x30000"
-	For       string // what the memory holds, e.g. "A, B, C and the reference"
-	Where     string // "host", or the device id whose memory it is
-	Need      uint64
-	Available uint64
-}
-
-func (e *MemoryError) Error() string {
-	where := "host memory"
-	if e.Where != "host" {
-		where = "memory on " + e.Where
-	}
-	return fmt.Sprintf("%s needs %s of %s for %s; %s is available", e.What, formatBytes(e.Need), where, e.For, formatBytes(e.Available))
-}
-
-// formatBytes writes n in decimal units with one decimal: 10.8 GB.
-func formatBytes(n uint64) string {
-	for _, u := range []struct {
-		size float64
-		name string
-	}{{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}} {
-		if float64(n) >= u.size {
-			return fmt.Sprintf("%.1f %s", float64(n)/u.size, u.name)
-		}
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-// CheckHostMemory returns a *MemoryError when need bytes, which what needs
-// for purpose, exceed HostMemoryAvailable. Where the host does not say what
-// is available (no /proc/meminfo and no $GPULAB_HOST_MEMORY) it checks
-// nothing. Call it before allocating what a file's header or a flag sizes.
-func CheckHostMemory(what, purpose string, need uint64) error {
-	avail, err := HostMemoryAvailable()
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return err
-	case need > avail:
-		return &MemoryError{What: what, For: purpose, Where: "host", Need: need, Available: avail}
-	}
-	return nil
 }
 
 // CheckMemory returns a *MemoryError when need bytes, which what needs for

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -187,6 +188,15 @@ func TestSparseBoundedByWhatExists(t *testing.T) {
 		if want := "the CSR form of a 2000000000×2000000000 matrix with 0 entries needs 8.0 GB of host memory for 2000000001 row pointers and the entries sorted; 4.0 GB is available"; code != 1 || !strings.Contains(errs, want) {
 			t.Errorf("bench %s: exit %d, %s; want exit 1 and %q", suite, code, errs, want)
 		}
+	}
+
+	// Under `ulimit -v` (4 GB of address space), with no cap of the lab's
+	// own, the same refusal comes from the rlimit, not a fatal error.
+	cmd := exec.Command("bash", "-c", `ulimit -v 4000000 && exec "$0" "$@"`, os.Args[0], "bench", "spmv", "--device", "cpu", "--matrix", huge)
+	cmd.Env = append(os.Environ(), labMainEnv+"=1", engine.HostMemoryEnv+"=")
+	stderr, err := cmd.CombinedOutput()
+	if want := "needs 8.0 GB of host memory for 2000000001 row pointers"; cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(stderr), want) {
+		t.Errorf("bench spmv under ulimit -v 4000000: %v, %s; want exit 1 and %q", err, stderr, want)
 	}
 
 	nan := filepath.Join(dir, "nan.mtx")
