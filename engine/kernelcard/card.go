@@ -15,6 +15,7 @@ package kernelcard
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -94,9 +95,13 @@ type Card struct {
 	MaxThreads    int `json:"max_threads_per_block"` // the most the compiled kernel may be launched with
 	// PreferredMultiple is OpenCL's preferred work-group size multiple
 	// (the warp or SIMD width the driver packs work-items into).
-	PreferredMultiple int        `json:"preferred_multiple,omitempty"`
-	Occupancy         *Occupancy `json:"occupancy,omitempty"`
-	Waves             float64    `json:"waves,omitempty"` // blocks of the grid ÷ (SMs × resident blocks per SM)
+	PreferredMultiple int `json:"preferred_multiple,omitempty"`
+	// LocalUnreported is set when an OpenCL driver reports 0 bytes of
+	// __local memory for a kernel that declares __local arrays (PoCL 6
+	// does): StaticShared is then unknown, not 0.
+	LocalUnreported bool       `json:"local_unreported,omitempty"`
+	Occupancy       *Occupancy `json:"occupancy,omitempty"`
+	Waves           float64    `json:"waves,omitempty"` // blocks of the grid ÷ (SMs × resident blocks per SM)
 
 	PTX        string             `json:"ptx,omitempty"` // the kernel's function in the PTX
 	PTXCounts  []InstructionCount `json:"ptx_counts,omitempty"`
@@ -199,6 +204,11 @@ func cudaCard(c *Card, ctx *cuda.Context, k Kernel) {
 	}
 }
 
+// localArray finds a __local (or local) array declared in OpenCL C source,
+// such as "__local float tile[TS][TS];". A __local pointer parameter is no
+// declaration: its bytes are set at each launch.
+var localArray = regexp.MustCompile(`\b(?:__)?local\s+(?:(?:const|volatile|unsigned|signed)\s+)*[A-Za-z_]\w*\s+[A-Za-z_]\w*\s*\[`)
+
 // openCLCard builds k with the driver and reads what it tells of the
 // kernel (clGetKernelWorkGroupInfo), and the PTX where its program binary
 // is PTX.
@@ -220,6 +230,10 @@ func openCLCard(c *Card, ctx *opencl.Context, k Kernel) {
 		return
 	}
 	c.MaxThreads, c.PreferredMultiple, c.StaticShared, c.LocalBytes = maxItems, multiple, int(local), int(private)
+	if local == 0 && localArray.MatchString(k.Source) {
+		c.LocalUnreported = true
+		c.Notes = append(c.Notes, "this driver reports 0 bytes of `__local` memory for a kernel that declares `__local` arrays: it does not count them, so their size is not known here")
+	}
 	if k.launchKnown() {
 		items := product(k.Block)
 		global := dims(k.Grid)

@@ -38,7 +38,11 @@ func (c Card) Markdown() string {
 	}
 	if c.Backend == string(engine.OpenCL) {
 		b.WriteString("| max work-group size | preferred multiple | `__local` / work-group | private / work-item |\n|---:|---:|---:|---:|\n")
-		fmt.Fprintf(&b, "| %d | %d | %s | %s |\n", c.MaxThreads, c.PreferredMultiple, bytesText(c.StaticShared), bytesText(c.LocalBytes))
+		local := bytesText(c.StaticShared)
+		if c.LocalUnreported {
+			local = "not reported"
+		}
+		fmt.Fprintf(&b, "| %d | %d | %s | %s |\n", c.MaxThreads, c.PreferredMultiple, local, bytesText(c.LocalBytes))
 	} else {
 		b.WriteString("| registers / thread | local memory / thread | shared memory / block | occupancy | limited by |\n|---:|---:|---:|---|---|\n")
 		local := bytesText(c.LocalBytes)
