@@ -55,8 +55,15 @@ for t in "${targets[@]}"; do
   out="$LOG_DIR/${pkg//\//_}.$name.log"
   log "$pkg $name"
   t0=$(now)
+  corpus="$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name"
+  before="$(ls "$corpus" 2>/dev/null || true)"
   if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "$FUZZMINIMIZETIME" "$pkg" >"$out" 2>&1; then
     result="ok"
+  elif [[ "$(ls "$corpus" 2>/dev/null || true)" == "$before" ]] && tail -n 5 "$out" | grep -q '^    context deadline exceeded$'; then
+    # Go's fuzzing coordinator (before go1.27, golang/go#75804) can report its own -fuzztime
+    # deadline as a failure when it fires while a worker is mid-input: no input failed, and none
+    # was written to testdata/fuzz/.
+    result="ok (Go's deadline race)"
   else
     result="FOUND SOMETHING"
     status=1
@@ -67,7 +74,7 @@ for t in "${targets[@]}"; do
   fuzzed="$(grep -o 'elapsed: [0-9hms]*, execs: [0-9]*' "$out" | tail -n 1 || true)"
   summary+=("$(printf '%-36s %-24s %-15s %7s in all  %s' "$pkg" "$name" "$result" "$(elapsed_since "$t0")" \
     "${fuzzed:-no fuzzing reported}")")
-  if [[ "$result" != ok ]]; then
+  if [[ "$result" == "FOUND SOMETHING" ]]; then
     summary+=("    $(grep -m1 -o 'testdata/fuzz/[^ ]*' "$out" || echo "see $out")")
   fi
 done
