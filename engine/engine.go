@@ -43,13 +43,17 @@ const (
 
 // Info describes one usable device.
 type Info struct {
-	ID           string  `json:"id"`
-	Name         string  `json:"name"`
-	Kind         Kind    `json:"kind"`
-	Platform     string  `json:"platform,omitempty"` // OpenCL platform name
-	ComputeUnits int     `json:"compute_units"`      // SMs, OpenCL compute units, or CPU threads
-	ClockMHz     int     `json:"clock_mhz"`
-	MemoryBytes  uint64  `json:"memory_bytes"`
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Kind         Kind   `json:"kind"`
+	Platform     string `json:"platform,omitempty"` // OpenCL platform name
+	ComputeUnits int    `json:"compute_units"`      // SMs, OpenCL compute units, or CPU threads
+	ClockMHz     int    `json:"clock_mhz"`
+	MemoryBytes  uint64 `json:"memory_bytes"`
+	// InHostMemory is set for a device whose buffers are host memory: an
+	// OpenCL CPU device such as PoCL (the CPU backend's arrays are host
+	// memory by definition).
+	InHostMemory bool    `json:"in_host_memory,omitempty"`
 	PeakGFLOPS   float64 `json:"peak_gflops"` // FP32; 0 when unknown
 	// TensorPeaks are the dense tensor-core peaks in GFLOP/s by input
 	// precision (tf32, bf16), where known.
@@ -247,6 +251,7 @@ func openCLInfos(cudaDevs []Info) ([]Info, error) {
 			case di2.Type == "CPU":
 				h := cpuInfo()
 				info.PeakGFLOPS, info.PeakGBps, info.PeakNote = h.PeakGFLOPS, h.PeakGBps, "the host CPU's (see cpu)"
+				info.InHostMemory = true
 			default:
 				for _, c := range cudaDevs {
 					if c.Name == di2.Name {
@@ -370,8 +375,9 @@ func (d *Device) Close() {
 
 // CheckMemory returns a *MemoryError when need bytes, which what needs for
 // purpose, exceed the memory of d: the free memory of a CUDA device
-// (cuMemGetInfo), the global memory of an OpenCL device (OpenCL tells no
-// free figure; unknown is not checked), and the host's for the CPU
+// (cuMemGetInfo); the global memory of an OpenCL device (OpenCL tells no
+// free figure; unknown is not checked), and no more than the host has free
+// where its buffers are host memory (PoCL); and the host's for the CPU
 // (CheckHostMemory).
 func (d *Device) CheckMemory(what, purpose string, need uint64) error {
 	var avail uint64
@@ -383,6 +389,11 @@ func (d *Device) CheckMemory(what, purpose string, need uint64) error {
 		}
 		avail = free
 	case OpenCL:
+		if d.InHostMemory {
+			if err := CheckHostMemory(what, purpose+" (in host memory, as the device's buffers are)", need); err != nil {
+				return err
+			}
+		}
 		if d.MemoryBytes == 0 {
 			return nil
 		}
@@ -394,4 +405,31 @@ func (d *Device) CheckMemory(what, purpose string, need uint64) error {
 		return &MemoryError{What: what, For: purpose, Where: d.ID, Need: need, Available: avail}
 	}
 	return nil
+}
+
+// A Need is bytes of memory, and what they hold ("A, B and C").
+type Need struct {
+	Bytes uint64
+	Holds string
+}
+
+// CheckRun refuses, with a *MemoryError, a run of what on d that needs
+// more memory than there is: host bytes (inputs, references, results read
+// back) against HostMemoryAvailable, then, on a CUDA or OpenCL device,
+// device bytes against CheckMemory. Where the device's buffers are host
+// memory (PoCL), both needs are counted against the host's. On the CPU
+// backend the device need is not checked: its arrays are host memory, and
+// the caller counts them in host. Suites call it with the sizes a flag or a file gave, before they
+// allocate anything.
+func (d *Device) CheckRun(what string, host, device Need) error {
+	if d.InHostMemory && device.Bytes > 0 { // the device's buffers come out of the same memory
+		host = Need{Bytes: host.Bytes + device.Bytes, Holds: host.Holds + "; on " + d.ID + ", whose buffers are host memory: " + device.Holds}
+	}
+	if err := CheckHostMemory(what, host.Holds, host.Bytes); err != nil {
+		return err
+	}
+	if d.Kind == CPU || device.Bytes == 0 {
+		return nil
+	}
+	return d.CheckMemory(what, device.Holds, device.Bytes)
 }

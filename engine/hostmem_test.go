@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -125,5 +126,39 @@ func TestHostMemoryAvailableUnderRlimit(t *testing.T) {
 	// only lower the figure.
 	if avail == 0 || avail > extra {
 		t.Errorf("under an address-space limit %d bytes above what the process used, HostMemoryAvailable = %d; want 0 < it ≤ %d", extra, avail, extra)
+	}
+}
+
+// TestCheckRun: host and device needs are checked where they live; a
+// device whose buffers are host memory (PoCL) adds its need to the host's,
+// and the CPU backend's device need is not counted twice.
+func TestCheckRun(t *testing.T) {
+	t.Setenv(HostMemoryEnv, "1000")
+	host, dev := Need{Bytes: 600, Holds: "inputs"}, Need{Bytes: 600, Holds: "buffers"}
+	for _, tc := range []struct {
+		name   string
+		d      Device
+		host   Need
+		device Need
+		where  string // the MemoryError's Where; "" for no error
+		need   uint64
+	}{
+		{"cpu", Device{Info: Info{ID: "cpu", Kind: CPU}}, host, dev, "", 0},
+		{"cpu, too much", Device{Info: Info{ID: "cpu", Kind: CPU}}, Need{Bytes: 1001, Holds: "inputs"}, dev, "host", 1001},
+		{"pocl: both in host memory", Device{Info: Info{ID: "opencl:0:0", Kind: OpenCL, InHostMemory: true, MemoryBytes: 1 << 40}}, host, dev, "host", 1200},
+		{"pocl: fits", Device{Info: Info{ID: "opencl:0:0", Kind: OpenCL, InHostMemory: true, MemoryBytes: 1 << 40}}, Need{Bytes: 300}, Need{Bytes: 600}, "", 0},
+		{"a GPU's OpenCL: its own memory", Device{Info: Info{ID: "opencl:1:0", Kind: OpenCL, MemoryBytes: 500}}, host, dev, "opencl:1:0", 600},
+		{"a GPU's OpenCL: fits", Device{Info: Info{ID: "opencl:1:0", Kind: OpenCL, MemoryBytes: 1 << 30}}, host, dev, "", 0},
+	} {
+		err := tc.d.CheckRun("run", tc.host, tc.device)
+		var me *MemoryError
+		switch {
+		case tc.where == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.where != "" && !errors.As(err, &me):
+			t.Errorf("%s: error %v, want a MemoryError", tc.name, err)
+		case tc.where != "" && (me.Where != tc.where || me.Need != tc.need):
+			t.Errorf("%s: %s needs %d, want %s and %d: %v", tc.name, me.Where, me.Need, tc.where, tc.need, err)
+		}
 	}
 }

@@ -288,14 +288,8 @@ func cases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 		return nil, nil, err
 	}
 	host, device := suiteMemory(dev, s)
-	what := "gemm " + s.String()
-	if err := engine.CheckHostMemory(what, host.holds, host.bytes); err != nil {
+	if err := dev.CheckRun("gemm "+s.String(), host, device); err != nil {
 		return nil, nil, err
-	}
-	if dev.Kind != engine.CPU {
-		if err := dev.CheckMemory(what, device.holds, device.bytes); err != nil {
-			return nil, nil, err
-		}
 	}
 	p, err := NewProblem(s, 1)
 	if err != nil {
@@ -311,39 +305,33 @@ func cases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 	}
 }
 
-// memoryNeed is bytes of memory, and what they hold.
-type memoryNeed struct {
-	bytes uint64
-	holds string
-}
-
 // suiteMemory is the memory the gemm suite holds for shape s on dev: on the
 // host and on the device (nothing on the CPU, whose outputs count as host
 // memory), so that a size too large for either is refused before anything
 // is allocated.
-func suiteMemory(dev *engine.Device, s Shape) (host, device memoryNeed) {
+func suiteMemory(dev *engine.Device, s Shape) (host, device engine.Need) {
 	a, b, c := uint64(s.M)*uint64(s.K), uint64(s.K)*uint64(s.N), uint64(s.M)*uint64(s.N)
 	switch dev.Kind {
 	case engine.CUDA:
-		host = memoryNeed{4*(a+b) + 2*(a+b) + 4*(a+b) + 2*4*c + 4*c,
-			"A and B (FP32, BF16 bits to upload, BF16-rounded), the FP32 and BF16 references and C read back"}
-		device = memoryNeed{4*(a+b) + 2*(a+b) + 4*c, "A and B in FP32 and BF16, and C"}
+		host = engine.Need{Bytes: 4*(a+b) + 2*(a+b) + 4*(a+b) + 2*4*c + 4*c,
+			Holds: "A and B (FP32, BF16 bits to upload, BF16-rounded), the FP32 and BF16 references and C read back"}
+		device = engine.Need{Bytes: 4*(a+b) + 2*(a+b) + 4*c, Holds: "A and B in FP32 and BF16, and C"}
 		if dev.CUDA.Properties().Major == 9 { // step 12's copies with rows padded to 16 bytes
 			roundUp8 := func(n int) uint64 { return uint64((n + 7) / 8 * 8) }
 			if s.K%8 != 0 {
-				device.bytes += 2 * uint64(s.M) * roundUp8(s.K)
+				device.Bytes += 2 * uint64(s.M) * roundUp8(s.K)
 			}
 			if s.N%8 != 0 {
-				device.bytes += 2 * uint64(s.K) * roundUp8(s.N)
+				device.Bytes += 2 * uint64(s.K) * roundUp8(s.N)
 			}
-			device.holds += ", and step 12's padded copies"
+			device.Holds += ", and step 12's padded copies"
 		}
 	case engine.OpenCL:
-		host = memoryNeed{4*(a+b) + 3*4*c, "A, B, the zeros that reset C, the reference and C read back"}
-		device = memoryNeed{4 * (a + b + c), "A, B and C"}
+		host = engine.Need{Bytes: 4*(a+b) + 3*4*c, Holds: "A, B, the zeros that reset C, the reference and C read back"}
+		device = engine.Need{Bytes: 4 * (a + b + c), Holds: "A, B and C"}
 	default:
-		host = memoryNeed{4*(a+b) + 4*b + 4*c + uint64(len(cpuSteps))*4*c,
-			fmt.Sprintf("A, B, a transposed B, the reference and a C for each of the %d steps", len(cpuSteps))}
+		host = engine.Need{Bytes: 4*(a+b) + 4*b + 4*c + uint64(len(cpuSteps))*4*c,
+			Holds: fmt.Sprintf("A, B, a transposed B, the reference and a C for each of the %d steps", len(cpuSteps))}
 	}
 	return host, device
 }
