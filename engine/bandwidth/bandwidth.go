@@ -9,6 +9,8 @@
 package bandwidth
 
 import (
+	"fmt"
+
 	"gpulab/engine"
 	"gpulab/engine/bench"
 	"gpulab/engine/cpu"
@@ -94,18 +96,35 @@ type problem struct {
 	want  []float32
 }
 
-func (o op) problem(size string) (*problem, error) {
-	bytes, err := bench.ParseBytes(size)
-	if err != nil {
-		return nil, err
-	}
-	n := bytes / 4
+// problem makes the inputs of n elements each and the reference output.
+func (o op) problem(n int) *problem {
 	p := &problem{n: n, bytes: 4 * n, want: make([]float32, n)}
 	for k := range o.inputs {
 		p.in = append(p.in, fill(n, uint32(k+1)))
 	}
 	o.parallel(p.want, p.in, o.alpha)
-	return p, nil
+	return p
+}
+
+// memory is what a run of o on dev holds for arrays of n elements: on the
+// host the inputs, the reference and the outputs (the CPU's two variants
+// each write their own; the GPU backends read one back, and OpenCL's reset
+// writes zeros from the host), and on the device the inputs and the output.
+func (o op) memory(dev *engine.Device, n int) (host, device engine.Need) {
+	array, inputs := 4*uint64(n), "the input"
+	if o.inputs > 1 {
+		inputs = fmt.Sprintf("the %d inputs", o.inputs)
+	}
+	switch dev.Kind {
+	case engine.CUDA:
+		host = engine.Need{Bytes: uint64(o.inputs+2) * array, Holds: inputs + ", the reference and the output read back"}
+	case engine.OpenCL:
+		host = engine.Need{Bytes: uint64(o.inputs+3) * array, Holds: inputs + ", the reference, the zeros that reset the output and the output read back"}
+	default:
+		return engine.Need{Bytes: uint64(o.inputs+3) * array, Holds: inputs + ", the reference and the outputs of the serial and parallel loops"}, device
+	}
+	device = engine.Need{Bytes: uint64(o.inputs+1) * array, Holds: inputs + " and the output"}
+	return host, device
 }
 
 // fill makes deterministic, varied, nonzero data cheaply (in parallel), so that
@@ -127,10 +146,15 @@ func (o op) params(p *problem) bench.Params {
 }
 
 func (o op) cases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
-	p, err := o.problem(size)
+	bytes, err := bench.ParseBytes(size)
 	if err != nil {
 		return nil, nil, err
 	}
+	host, device := o.memory(dev, bytes/4)
+	if err := dev.CheckRun(o.name+" of "+size, host, device); err != nil {
+		return nil, nil, err
+	}
+	p := o.problem(bytes / 4)
 	switch dev.Kind {
 	case engine.CUDA:
 		return o.cudaCases(dev.CUDA, p)

@@ -1,6 +1,8 @@
 package bandwidth
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +70,52 @@ func TestBadSize(t *testing.T) {
 		if _, err := bench.Run(suite, dev, []string{s}, bench.Options{}); err == nil {
 			t.Errorf("size %q accepted", s)
 		}
+	}
+}
+
+// TestSuitesCheckMemory: a size the host cannot hold is refused with an
+// *engine.MemoryError before anything is allocated (on PoCL the buffers count
+// as host memory too), and a small size still runs under the same limit.
+func TestSuitesCheckMemory(t *testing.T) {
+	t.Setenv(engine.HostMemoryEnv, "1000000")
+	const n = 1 << 20 // elements per array of "4M"
+	for _, tc := range []struct {
+		dev, suite string
+		need       uint64
+	}{
+		// The inputs, the reference and the outputs of go_serial and go_parallel.
+		{"cpu", "copy", (1 + 1 + 2) * 4 * n},
+		{"cpu", "vecadd", (2 + 1 + 2) * 4 * n},
+		{"cpu", "saxpy", (2 + 1 + 2) * 4 * n},
+		// The inputs, the reference, the reset's zeros and the output read
+		// back; then the device's inputs and output.
+		{"opencl:0:0", "copy", (1+1+1+1)*4*n + (1+1)*4*n},
+		{"opencl:0:0", "vecadd", (2+1+1+1)*4*n + (2+1)*4*n},
+		{"opencl:0:0", "saxpy", (2+1+1+1)*4*n + (2+1)*4*n},
+	} {
+		dev, err := engine.Open(tc.dev)
+		if err != nil {
+			t.Logf("not tested on %s: %v", tc.dev, err)
+			continue
+		}
+		suite, err := bench.Lookup(tc.suite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = bench.Run(suite, dev, []string{"4M"}, bench.Options{})
+		var me *engine.MemoryError
+		if !errors.As(err, &me) {
+			t.Errorf("%s on %s: error %v, want an *engine.MemoryError", tc.suite, tc.dev, err)
+		} else if me.Need != tc.need || !strings.Contains(err.Error(), tc.suite+" of 4M needs") {
+			t.Errorf("%s on %s: %v (need %d), want a need of %d", tc.suite, tc.dev, err, me.Need, tc.need)
+		}
+		recs, err := bench.Run(suite, dev, []string{"4K"}, bench.Options{Warmup: 1, MinReps: 1, MaxReps: 1, MinTime: time.Nanosecond})
+		if err == nil {
+			err = bench.Failed(recs)
+		}
+		if err != nil {
+			t.Errorf("%s on %s at 4K: %v", tc.suite, tc.dev, err)
+		}
+		dev.Close()
 	}
 }

@@ -99,6 +99,10 @@ func banksBuild(g *gpu, dev *engine.Device, size string) ([]bench.Case, error) {
 		return nil, err
 	}
 	n = roundUp(n, banksBlock)
+	if err := checkArrays(dev, "banks", size, 3*uint64(n), uint64(n),
+		"the NaNs that reset the output, the output read back and the expected output", "the output"); err != nil {
+		return nil, err
+	}
 	reps := banksReps(dev.Info)
 	limit := 0 // static shared memory per block
 	if g.cu != nil {

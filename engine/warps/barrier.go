@@ -87,6 +87,11 @@ func barrierBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case, 
 	if n%1024 != 0 {
 		return nil, fmt.Errorf("barrier: size %s: want a multiple of 1024 elements (1K, 64K, 1M)", size)
 	}
+	if err := checkArrays(dev, "barrier", size, uint64(3+len(barrierLocals))*uint64(n), 2*uint64(n),
+		fmt.Sprintf("the input, a reference for each of the %d work-group sizes, the zeros that reset the output and the output read back", len(barrierLocals)),
+		"the input and the output"); err != nil {
+		return nil, err
+	}
 	x := sweepInput(n)
 	src, dst, devMax, err := sweepBuffers(g, x)
 	if err != nil {

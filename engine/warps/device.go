@@ -233,6 +233,14 @@ func elements(size string) (int, error) {
 	return n, nil
 }
 
+// checkArrays refuses, with dev.CheckRun and before anything is allocated, a
+// run of suite at size that holds host elements of 4 bytes (float32 or int32)
+// on the host and device elements on the device; the holds strings say what
+// they are.
+func checkArrays(dev *engine.Device, suite, size string, host, device uint64, hostHolds, deviceHolds string) error {
+	return dev.CheckRun(suite+" of "+size, engine.Need{Bytes: 4 * host, Holds: hostHolds}, engine.Need{Bytes: 4 * device, Holds: deviceHolds})
+}
+
 // write copies x into an existing buffer b.
 func write[T float32 | int32](g *gpu, b buffer, x []T) error {
 	if g.cu != nil {

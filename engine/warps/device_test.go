@@ -1,6 +1,7 @@
 package warps
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -79,5 +80,54 @@ func rejectsCPU(t *testing.T, suite string) {
 	}
 	if _, _, err := s.Cases(dev, "64K"); err == nil || !strings.Contains(err.Error(), "CUDA or OpenCL") {
 		t.Errorf("%s on the CPU: %v, want an error naming CUDA or OpenCL", suite, err)
+	}
+}
+
+// TestSuitesCheckMemory: on PoCL, whose buffers are host memory, a size the
+// host cannot hold is refused with an *engine.MemoryError before anything is
+// allocated, and a small size still runs under the same limit.
+func TestSuitesCheckMemory(t *testing.T) {
+	t.Setenv(engine.HostMemoryEnv, "1000000")
+	dev, err := engine.Open("opencl:0:0")
+	if err != nil {
+		t.Skipf("no PoCL: %v", err)
+	}
+	defer dev.Close()
+	const n = 1 << 20 // elements of "1M", and pixels of "1024x1024"
+	for _, tc := range []struct {
+		suite, size, small string
+		need               uint64 // host arrays, then device arrays
+	}{
+		// The reset's NaNs, the output read back and the expected output; the output.
+		{"banks", "1M", "1K", 3*4*n + 1*4*n},
+		// The input, 4 references, the reset's zeros and the output read back; input and output.
+		{"barrier", "1M", "1K", (1+4+1+1)*4*n + 2*4*n},
+		// The input, the zeros, 2 references, the expected and read-back
+		// outputs and 9 masks; input, mask and output.
+		{"divergence", "1M", "1K", (1+1+2+2+9)*4*n + 3*4*n},
+		// The input, the zeros, the reference and the output read back; input and output.
+		{"fastmath", "1M", "1K", (1+1+1+1)*4*n + 2*4*n},
+		// The input, the FMA chain, 10 references, the zeros and the output read back.
+		{"intensity", "1M", "1K", (1+1+10+1+1)*4*n + 2*4*n},
+		// The input, the NaNs, the output read back and the references of ACC 1..32.
+		{"occupancy", "1M", "1K", 3*4*n + 4*(n+n/2+n/4+n/8+n/16+n/32) + 2*4*n},
+		// The input, the FMA reference, the zeros and the output read back.
+		{"wgsize", "1M", "1K", 4*4*n + 2*4*n},
+		// The image, 2 references, the zeros and the output read back; the
+		// input buffer, the image object and the output.
+		{"filter", "1024x1024", "40x24", 5*4*n + 3*4*n},
+	} {
+		s, err := bench.Lookup(tc.suite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = bench.Run(s, dev, []string{tc.size}, bench.Options{})
+		var me *engine.MemoryError
+		if !errors.As(err, &me) {
+			t.Errorf("%s: error %v, want an *engine.MemoryError", tc.suite, err)
+		} else if me.Need != tc.need || !strings.Contains(err.Error(), tc.suite+" of "+tc.size+" needs") {
+			t.Errorf("%s: %v (need %d), want a need of %d", tc.suite, err, me.Need, tc.need)
+		}
+		measureSuite(t, dev, tc.suite, tc.small)
 	}
 }

@@ -128,6 +128,11 @@ func divergenceBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Cas
 	if err != nil {
 		return nil, err
 	}
+	if err := checkArrays(dev, "divergence", size, uint64(6+len(divVariants))*uint64(n), 3*uint64(n),
+		fmt.Sprintf("the input, the zeros that reset the output, the two branches' references, the expected and the read-back output, and a mask for each of the %d patterns", len(divVariants)),
+		"the input, the mask and the output"); err != nil {
+		return nil, err
+	}
 	x := make([]float32, n)
 	cpu.Parallel(n, 1<<14, func(lo, hi int) {
 		for i := lo; i < hi; i++ {

@@ -78,6 +78,10 @@ func fastmathBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case,
 	if err != nil {
 		return nil, err
 	}
+	if err := checkArrays(dev, "fastmath", size, 4*uint64(n), 2*uint64(n),
+		"the input, the zeros that reset the output, the reference and the output read back", "the input and the output"); err != nil {
+		return nil, err
+	}
 	x := make([]float32, n)
 	cpu.Parallel(n, 1<<14, func(lo, hi int) {
 		for i := lo; i < hi; i++ {

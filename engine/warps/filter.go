@@ -196,9 +196,34 @@ func FilterImage(dev *engine.Device, variant string, img []float32, w, h int) ([
 	return out, d, err
 }
 
+// filterCheck refuses an image of w×h that dev cannot hold: on the host the
+// image, the blur and Sobel references, the zeros that reset the output and
+// the output read back, plus on CUDA the image with rows padded to the
+// texture pitch; on the device the input buffer (padded on CUDA), the output
+// and, on OpenCL, the image object.
+func filterCheck(dev *engine.Device, size string, w, h int) error {
+	px := uint64(w) * uint64(h)
+	if dev.Kind != engine.CUDA {
+		return checkArrays(dev, "filter", size, 5*px, 3*px,
+			"the image, the blur and Sobel references, the zeros that reset the output and the output read back",
+			"the input buffer, the image object and the output")
+	}
+	pitchBytes, err := dev.CUDA.TexturePitch(w)
+	if err != nil {
+		return err
+	}
+	padded := uint64(pitchBytes/4) * uint64(h)
+	return checkArrays(dev, "filter", size, 5*px+padded, px+padded,
+		"the image, its copy with rows padded to the texture pitch, the blur and Sobel references, the zeros that reset the output and the output read back",
+		"the padded input (the texture's memory) and the output")
+}
+
 func filterCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 	w, h, err := parseImageSize(size)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := filterCheck(dev, size, w, h); err != nil {
 		return nil, nil, err
 	}
 	img := datasets.Photo(w, h) // deterministic: gradients, discs, a building, noise

@@ -39,6 +39,11 @@ func intensityBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case
 	if err != nil {
 		return nil, err
 	}
+	if err := checkArrays(dev, "intensity", size, uint64(4+len(intensityFs))*uint64(n), 2*uint64(n),
+		fmt.Sprintf("the input, the running FMA chain, a reference for each of the %d intensities, the zeros that reset the output and the output read back", len(intensityFs)),
+		"the input and the output"); err != nil {
+		return nil, err
+	}
 	x := sweepInput(n)
 	src, dst, devMax, err := sweepBuffers(g, x)
 	if err != nil {

@@ -102,6 +102,15 @@ func occupancyBuild(g *gpu, dev *engine.Device, size string) ([]bench.Case, erro
 	}
 	maxAcc := occupancyAccs[len(occupancyAccs)-1]
 	n = roundUp(n, occupancyBlock*maxAcc)
+	refs := uint64(0) // one output's worth, n/acc, for each ACC
+	for _, acc := range occupancyAccs {
+		refs += uint64(n / acc)
+	}
+	if err := checkArrays(dev, "occupancy", size, 3*uint64(n)+refs, 2*uint64(n),
+		fmt.Sprintf("the input, the NaNs that reset the output, the output read back and the references of the %d ACC values", len(occupancyAccs)),
+		"the input and the output"); err != nil {
+		return nil, err
+	}
 	host := make([]float32, n)
 	for i := range host {
 		host[i] = float32(i%1000) * 0.25 // exact sums in any order of 32 terms

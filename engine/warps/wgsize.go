@@ -141,6 +141,10 @@ func wgsizeBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case, e
 	if err != nil {
 		return nil, err
 	}
+	if err := checkArrays(dev, "wgsize", size, 4*uint64(n), 2*uint64(n),
+		"the input, the FMA reference, the zeros that reset the output and the output read back", "the input and the output"); err != nil {
+		return nil, err
+	}
 	x := sweepInput(n)
 	fmaWant := append([]float32(nil), x...)
 	fmaChain(fmaWant, wgIters)
