@@ -9,6 +9,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+
+	"gpulab/engine"
 )
 
 // A signature file is this lab's own format for a Signatures value, all
@@ -265,7 +267,9 @@ func readLE[T int32 | float32](r io.Reader, dst []T) error {
 // of one theme are therefore close under SQFD and those of different themes
 // far apart, so k-medoids has clusters to find. Weights are positive and sum
 // to 1 (up to float32 rounding). The same arguments always give the same
-// signatures.
+// signatures. It refuses, with an *engine.MemoryError, n signatures whose
+// most centroids (n·maxC records of dim+1 float32s) and offsets the host
+// cannot hold.
 func SyntheticSignatures(n, minC, maxC, dim int, seed uint64) (*Signatures, error) {
 	switch {
 	case n <= 0:
@@ -278,6 +282,10 @@ func SyntheticSignatures(n, minC, maxC, dim int, seed uint64) (*Signatures, erro
 		return nil, fmt.Errorf("datasets: SyntheticSignatures: dim = %d, want 1 .. %d", dim, sigMaxDim)
 	case maxC > math.MaxInt32/n:
 		return nil, fmt.Errorf("datasets: SyntheticSignatures: up to n × maxC = %d × %d centroids overflow int32 offsets", n, maxC)
+	}
+	need := 4*uint64(n)*uint64(maxC)*uint64(dim+1) + 4*uint64(n+1)
+	if err := engine.CheckHostMemory(fmt.Sprintf("datasets: %d synthetic signatures", n), fmt.Sprintf("up to %d centroids of %d features and a weight", n*maxC, dim), need); err != nil {
+		return nil, err
 	}
 	const themes, protos, spread = 8, 3, 0.05
 	r := rand.New(rand.NewPCG(seed, golden))

@@ -3,12 +3,15 @@ package datasets
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"gpulab/engine"
 )
 
 // sigBytes builds a signature file by hand from its header fields, index and
@@ -255,4 +258,15 @@ func FuzzReadSignatures(f *testing.F) {
 			t.Fatalf("read back differently (%v)", err)
 		}
 	})
+}
+
+// TestSyntheticSignaturesChecksMemory: n signatures of up to maxC centroids
+// that the host cannot hold are refused before they are generated.
+func TestSyntheticSignaturesChecksMemory(t *testing.T) {
+	t.Setenv(engine.HostMemoryEnv, "1000000")
+	_, err := SyntheticSignatures(10000, 10, 40, 7, 1)
+	var me *engine.MemoryError
+	if !errors.As(err, &me) || me.Need != 4*10000*40*(7+1)+4*(10000+1) {
+		t.Errorf("SyntheticSignatures(10000, 10, 40, 7, 1): %v; want an *engine.MemoryError of 12840004 bytes", err)
+	}
 }

@@ -65,7 +65,10 @@ func ParseSigSpec(s string) (SigSpec, error) {
 	return sp, nil
 }
 
-func setup(dev *engine.Device, size string) (SigSpec, *Metric, error) {
+// setup parses a size of suite, refuses it with an *engine.MemoryError
+// where need (the suite's memory for it on dev) does not fit, and generates
+// its signatures.
+func setup(dev *engine.Device, suite, size string, need func(*engine.Device, SigSpec) (host, device engine.Need)) (SigSpec, *Metric, error) {
 	if dev.Kind != engine.CPU && dev.Kind != engine.CUDA {
 		return SigSpec{}, nil, fmt.Errorf("sqfd: the suites run on the CPU and CUDA, not on %s", dev.ID)
 	}
@@ -76,6 +79,10 @@ func setup(dev *engine.Device, size string) (SigSpec, *Metric, error) {
 	if sp.GPUs > 1 && dev.Kind != engine.CUDA {
 		return sp, nil, fmt.Errorf("sqfd: gpus=%d needs a CUDA device, not %s", sp.GPUs, dev.ID)
 	}
+	host, device := need(dev, sp)
+	if err := dev.CheckRun(suite+" "+size, host, device); err != nil {
+		return sp, nil, err
+	}
 	s, err := datasets.SyntheticSignatures(sp.N, sp.CMin, sp.CMax, Features, 1)
 	if err != nil {
 		return sp, nil, err
@@ -85,7 +92,7 @@ func setup(dev *engine.Device, size string) (SigSpec, *Metric, error) {
 }
 
 func sqfdCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
-	sp, m, err := setup(dev, size)
+	sp, m, err := setup(dev, "sqfd", size, sqfdMemory)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,6 +136,42 @@ func sqfdCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 	}
 	c.Params = bench.Params{"n": n, "cmin": sp.CMin, "cmax": sp.CMax}
 	return append(cases, c), closePairs, nil
+}
+
+// metricMemory is the host memory of a size's signatures: at most N·CMax
+// centroids of Features+1 float32s and N+1 offsets, generated and then
+// normalized into a copy by NewMetric, and each signature's self term (a
+// float64).
+func metricMemory(sp SigSpec) uint64 {
+	n := uint64(sp.N)
+	return 2*(4*n*uint64(sp.CMax)*(Features+1)+4*(n+1)) + 8*n
+}
+
+// deviceSignaturesMemory is the device memory of NewDeviceSignatures for
+// sp: the N+1 offsets, at most N·CMax centroids padded to whole float4s,
+// and a float32 self term per signature.
+func deviceSignaturesMemory(sp SigSpec) uint64 {
+	n := uint64(sp.N)
+	return 4*(n+1) + 16*((Features+4)/4)*n*uint64(sp.CMax) + 4*n
+}
+
+// sqfdMemory is the memory the sqfd suite holds for sp on dev: on the host
+// the signatures and metric (metricMemory), the reference distances and
+// the two CPU cases' (3·8·N); on CUDA also the pairs' indices (2·4·N), the
+// padded centroids uploaded (as on the device) and the distances read back
+// (8·N); on the device the signatures (deviceSignaturesMemory) and the
+// pairs' two indices and distance (3·4·N).
+func sqfdMemory(dev *engine.Device, sp SigSpec) (host, device engine.Need) {
+	n := uint64(sp.N)
+	host = engine.Need{Bytes: metricMemory(sp) + 3*8*n, Holds: "the signatures, their normalized copy and the distances of the reference and the CPU cases"}
+	if dev.Kind != engine.CUDA {
+		return host, device
+	}
+	dsig := deviceSignaturesMemory(sp)
+	host.Bytes += 2*4*n + (dsig - 4*(n+1) - 4*n) + 8*n
+	host.Holds += ", the pairs, the padded centroids and the distances read back"
+	device = engine.Need{Bytes: dsig + 3*4*n, Holds: "the signatures and the pairs with their distances"}
+	return host, device
 }
 
 // pairsCase times cross_pairs over the pairs (i, i+1) on the GPU (events:

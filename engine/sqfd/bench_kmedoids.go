@@ -25,7 +25,7 @@ const checkSample = 256
 // (k-medoids++, on the GPU when there is one) and the score cases from the
 // same labels (the CPU's where it runs, else the GPU's).
 func kmedoidsCases(dev *engine.Device, size string) (_ []bench.Case, _ func(), err error) {
-	sp, m, err := setup(dev, size)
+	sp, m, err := setup(dev, "kmedoids", size, kmedoidsMemory)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -96,6 +96,28 @@ func kmedoidsCases(dev *engine.Device, size string) (_ []bench.Case, _ func(), e
 		return nil, nil, err
 	}
 	return append(cases, gpuCases...), closeAll, nil
+}
+
+// kmedoidsMemory is the memory the kmedoids suite holds for sp on dev: on
+// the host the signatures and metric (metricMemory), and labels (int32)
+// and distances (float64) of the points for the start and for the cases
+// that check against it (2·12·N; 4·12·N on CUDA, whose cases keep more);
+// on the device, counted on one GPU (more share the points), the
+// signatures (deviceSignaturesMemory), a sorted copy of the centroids, the
+// per-point arrays of a shard (labels, distances, cluster list, sorted
+// offsets and self terms, 4 bytes each, and an 8-byte score: 28·N), and K
+// medoids of up to CMax padded centroids.
+func kmedoidsMemory(dev *engine.Device, sp SigSpec) (host, device engine.Need) {
+	n, k, centroids := uint64(sp.N), uint64(sp.K), uint64(sp.N)*uint64(sp.CMax)
+	host = engine.Need{Bytes: metricMemory(sp) + 2*12*n, Holds: "the signatures, their normalized copy, and the labels and distances of the start and the cases"}
+	if dev.Kind != engine.CUDA {
+		return host, device
+	}
+	host.Bytes += 2 * 12 * n
+	padded := uint64(16 * ((Features + 4) / 4)) // bytes of a centroid padded to whole float4s
+	device = engine.Need{Bytes: deviceSignaturesMemory(sp) + padded*centroids + 28*n + padded*uint64(sp.CMax)*k,
+		Holds: "the signatures, their sorted copy, the points' labels, distances, clusters and scores, and the medoids"}
+	return host, device
 }
 
 // cpuCases are the CPU reference's passes, checked against a first run.

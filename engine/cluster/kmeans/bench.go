@@ -62,6 +62,10 @@ func cases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	host, device := suiteMemory(dev, sp)
+	if err := dev.CheckRun("kmeans "+size, host, device); err != nil {
+		return nil, nil, err
+	}
 	x, err := Materialize(sp.Blobs())
 	if err != nil {
 		return nil, nil, err
@@ -71,7 +75,7 @@ func cases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 		return nil, nil, err
 	}
 	cfg := Config{K: sp.K, MaxIters: sp.Iters, Centers: init}
-	small := float64(sp.N)*float64(sp.D)*float64(sp.K) <= 2e9
+	small := sp.small()
 	base := func(variant string) bench.Case {
 		return bench.Case{Variant: variant, Tol: 1e-4, Bytes: 4 * float64(sp.N) * float64(sp.D), Flops: 2 * float64(sp.N) * float64(sp.D) * float64(sp.K),
 			Params: bench.Params{"n": sp.N, "d": sp.D, "k": sp.K, "iters": sp.Iters, "batch": sp.Batch}}
@@ -161,6 +165,48 @@ func cases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 		cases = append(cases, c)
 	}
 	return cases, closeOpen, nil
+}
+
+// small reports whether the CPU reference runs on a CUDA device too.
+func (sp Spec) small() bool { return float64(sp.N)*float64(sp.D)*float64(sp.K) <= 2e9 }
+
+// suiteMemory is the memory the kmeans suite holds for sp on dev, so that a
+// size too large is refused before X is generated. The host holds X as
+// float32 (4·N·D), k-means++'s candidates (8·N of indices, 4·min(N,
+// InitSample)·D of points) and the reference's labels and distances with
+// the labels of its result (16·N). On CUDA the reference runs only on small
+// sizes; each variant's labels are read back and kept (4·N each), and a
+// streamed size pins a copy of X (4·N·D). The device holds X (4·N·D), or
+// in streamed sizes two batches of it (2·4·B·D); the centers and their sums
+// (2·4·K·D), the centers' norms, counts and inertia; four arrays of a
+// float or index per point (labels, distances, norms and the sorted order,
+// 16·N, the most any variant has); and the fused variant's partial sums,
+// K·D floats per resident block on each of two streams, at most
+// MaxThreadsPerSM/256 blocks of 256 threads per SM.
+func suiteMemory(dev *engine.Device, sp Spec) (host, device engine.Need) {
+	n, d, k := uint64(sp.N), uint64(sp.D), uint64(sp.K)
+	x := 4 * n * d
+	host = engine.Need{Bytes: x + 8*n + 4*min(n, InitSample)*d, Holds: "X (float32), k-means++'s candidates"}
+	if dev.Kind != engine.CUDA || sp.small() {
+		host.Bytes += 16 * n
+		host.Holds += ", the reference's labels and distances"
+	}
+	if dev.Kind != engine.CUDA {
+		return host, device
+	}
+	host.Bytes += 4 * n * uint64(len(Variants))
+	host.Holds += fmt.Sprintf(", the labels of %d variants", len(Variants))
+	device = engine.Need{Bytes: x, Holds: "X"}
+	if sp.Batch > 0 {
+		host.Bytes += x
+		host.Holds += " and X pinned for streaming"
+		device = engine.Need{Bytes: 2 * 4 * min(uint64(sp.Batch), n) * d, Holds: "two batches of X"}
+	}
+	props := dev.CUDA.Properties()
+	blocks := uint64(max(1, props.MaxThreadsPerSM/256) * props.SMs)
+	device.Bytes += 2*4*k*d + 4*max(k, 32) + 4*k + 8 + 16*n + 2*4*blocks*k*d
+	device.Holds += ", the centers and their sums, labels, distances, norms and order of the points, and the fused variant's partial sums"
+	return host, device
 }
 
 // inconsistent counts the points of r whose label is not the nearest of

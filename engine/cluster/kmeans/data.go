@@ -4,12 +4,19 @@ import (
 	"fmt"
 
 	"gpulab/datasets"
+	"gpulab/engine"
 )
 
-// Materialize generates every row of a Gaussian mixture into memory.
+// Materialize generates every row of a Gaussian mixture into memory. It
+// refuses, with an *engine.MemoryError, a mixture whose N×D float32 values
+// the host cannot hold.
 func Materialize(b datasets.Blobs) (*Matrix, error) {
 	if err := b.Validate(); err != nil {
 		return nil, fmt.Errorf("kmeans: %w", err)
+	}
+	what := fmt.Sprintf("kmeans: %d×%d blobs", b.N, b.D)
+	if err := engine.CheckHostMemory(what, "X as float32", 4*uint64(b.N)*uint64(b.D)); err != nil {
+		return nil, err
 	}
 	x := &Matrix{N: b.N, D: b.D, X: make([]float32, b.N*b.D)}
 	b.Rows(0, b.N, x.X)
