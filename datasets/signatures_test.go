@@ -3,7 +3,6 @@ package datasets
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"gpulab/engine"
+	"gpulab/engine/enginetest"
 )
 
 // sigBytes builds a signature file by hand from its header fields, index and
@@ -265,8 +265,5 @@ func FuzzReadSignatures(f *testing.F) {
 func TestSyntheticSignaturesChecksMemory(t *testing.T) {
 	t.Setenv(engine.HostMemoryEnv, "1000000")
 	_, err := SyntheticSignatures(10000, 10, 40, 7, 1)
-	var me *engine.MemoryError
-	if !errors.As(err, &me) || me.Need != 4*10000*40*(7+1)+4*(10000+1) {
-		t.Errorf("SyntheticSignatures(10000, 10, 40, 7, 1): %v; want an *engine.MemoryError of 12840004 bytes", err)
-	}
+	enginetest.WantMemoryError(t, err, 4*10000*40*(7+1)+4*(10000+1))
 }

@@ -1,13 +1,12 @@
 package bandwidth
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"gpulab/engine"
 	"gpulab/engine/bench"
+	"gpulab/engine/enginetest"
 )
 
 // TestSuitesOnEveryDevice runs copy, vecadd and saxpy on every device this
@@ -103,12 +102,7 @@ func TestSuitesCheckMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = bench.Run(suite, dev, []string{"4M"}, bench.Options{})
-		var me *engine.MemoryError
-		if !errors.As(err, &me) {
-			t.Errorf("%s on %s: error %v, want an *engine.MemoryError", tc.suite, tc.dev, err)
-		} else if me.Need != tc.need || !strings.Contains(err.Error(), tc.suite+" of 4M needs") {
-			t.Errorf("%s on %s: %v (need %d), want a need of %d", tc.suite, tc.dev, err, me.Need, tc.need)
-		}
+		enginetest.WantMemoryError(t, err, tc.need, tc.suite+" of 4M needs")
 		recs, err := bench.Run(suite, dev, []string{"4K"}, bench.Options{Warmup: 1, MinReps: 1, MaxReps: 1, MinTime: time.Nanosecond})
 		if err == nil {
 			err = bench.Failed(recs)

@@ -1,18 +1,17 @@
 package sparse
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"gpulab/engine"
 	"gpulab/engine/bench"
+	"gpulab/engine/enginetest"
 )
 
 // TestRowLengthStats compares the statistics of COO matrices (empty rows,
@@ -98,31 +97,13 @@ func limitHostMemory(t *testing.T, bytes uint64) {
 	t.Setenv(engine.HostMemoryEnv, fmt.Sprint(bytes))
 }
 
-// wantMemoryError fails the test unless err is an *engine.MemoryError of
-// need bytes whose message holds every one of wants.
-func wantMemoryError(t *testing.T, err error, need uint64, wants ...string) {
-	t.Helper()
-	var me *engine.MemoryError
-	if !errors.As(err, &me) {
-		t.Fatalf("error %v, want an *engine.MemoryError", err)
-	}
-	if me.Need != need || me.Available >= me.Need {
-		t.Errorf("need %d, available %d; want a need of %d over what is available", me.Need, me.Available, need)
-	}
-	for _, w := range wants {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error %q lacks %q", err, w)
-		}
-	}
-}
-
 // TestToCSRChecksMemory: the row pointers of a CSR are Rows+1 however few
 // the entries; ToCSR refuses what the host cannot hold, naming the need.
 func TestToCSRChecksMemory(t *testing.T) {
 	limitHostMemory(t, 1_000_000)
 	huge := &COO{Rows: 2_000_000_000, Cols: 2_000_000_000}
 	_, err := huge.ToCSR()
-	wantMemoryError(t, err, 4*(2_000_000_000+1),
+	enginetest.WantMemoryError(t, err, 4*(2_000_000_000+1),
 		"the CSR form of a 2000000000×2000000000 matrix with 0 entries needs 8.0 GB of host memory for 2000000001 row pointers", "1.0 MB is available")
 	small := &COO{Rows: 1000, Cols: 3, Row: []int32{999}, Col: []int32{2}, Val: []float32{1}}
 	if m, err := small.ToCSR(); err != nil || m.RowPtr[1000] != 1 {
@@ -145,7 +126,7 @@ func TestGenerateChecksMemory(t *testing.T) {
 		{"rmat:scale=20,ef=2", 12*(2<<20) + 4*(1<<20+1) + 20*(2<<20)},
 	} {
 		_, err := Generate(tc.spec)
-		wantMemoryError(t, err, tc.need, "sparse: matrix "+tc.spec+" needs")
+		enginetest.WantMemoryError(t, err, tc.need, "sparse: matrix "+tc.spec+" needs")
 	}
 	if m, err := Generate("rmat:scale=8,ef=4"); err != nil || m.Rows != 256 {
 		t.Errorf("a small matrix: %v", err)
@@ -168,9 +149,9 @@ func TestSuitesCheckMemory(t *testing.T) {
 	}
 	spmv, _ := bench.Lookup("spmv")
 	_, err = bench.Run(spmv, dev, []string{path}, bench.Options{})
-	wantMemoryError(t, err, 4*1000000+3*4*1000000, "spmv of "+path+" needs 16.0 MB of host memory for x, the reference y and the variants' y; 10.0 MB is available")
+	enginetest.WantMemoryError(t, err, 4*1000000+3*4*1000000, "spmv of "+path+" needs 16.0 MB of host memory for x, the reference y and the variants' y; 10.0 MB is available")
 	spgemm, _ := bench.Lookup("spgemm")
 	_, err = bench.Run(spgemm, dev, []string{path}, bench.Options{})
 	workers := uint64(runtime.GOMAXPROCS(0))
-	wantMemoryError(t, err, 2*4*(1000000+1)+4*1000000+8*1000000*workers, "spgemm of "+path+" needs", fmt.Sprintf("%d accumulators of a row", workers))
+	enginetest.WantMemoryError(t, err, 2*4*(1000000+1)+4*1000000+8*1000000*workers, "spgemm of "+path+" needs", fmt.Sprintf("%d accumulators of a row", workers))
 }

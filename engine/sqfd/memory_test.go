@@ -1,11 +1,11 @@
 package sqfd
 
 import (
-	"errors"
 	"testing"
 
 	"gpulab/engine"
 	"gpulab/engine/bench"
+	"gpulab/engine/enginetest"
 )
 
 // TestSuitesCheckMemory: sqfd and kmedoids refuse, before generating the
@@ -29,10 +29,7 @@ func TestSuitesCheckMemory(t *testing.T) {
 	} {
 		s, _ := bench.Lookup(tc.suite)
 		_, err := bench.Run(s, dev, []string{tc.big}, bench.Options{})
-		var me *engine.MemoryError
-		if !errors.As(err, &me) || me.Need != tc.need {
-			t.Errorf("%s %s: %v; want an *engine.MemoryError of %d bytes", tc.suite, tc.big, err, tc.need)
-		}
+		enginetest.WantMemoryError(t, err, tc.need, tc.suite+" "+tc.big+" needs")
 		if _, err := bench.Run(s, dev, []string{tc.small}, bench.Options{}); err != nil {
 			t.Errorf("%s %s: %v", tc.suite, tc.small, err)
 		}

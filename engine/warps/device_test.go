@@ -1,12 +1,12 @@
 package warps
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"gpulab/engine"
 	"gpulab/engine/bench"
+	"gpulab/engine/enginetest"
 )
 
 // eachGPU runs fn on every CUDA and OpenCL device of this machine (PoCL here,
@@ -122,12 +122,7 @@ func TestSuitesCheckMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = bench.Run(s, dev, []string{tc.size}, bench.Options{})
-		var me *engine.MemoryError
-		if !errors.As(err, &me) {
-			t.Errorf("%s: error %v, want an *engine.MemoryError", tc.suite, err)
-		} else if me.Need != tc.need || !strings.Contains(err.Error(), tc.suite+" of "+tc.size+" needs") {
-			t.Errorf("%s: %v (need %d), want a need of %d", tc.suite, err, me.Need, tc.need)
-		}
+		enginetest.WantMemoryError(t, err, tc.need, tc.suite+" of "+tc.size+" needs")
 		measureSuite(t, dev, tc.suite, tc.small)
 	}
 }

@@ -1,12 +1,12 @@
 package kmeans
 
 import (
-	"errors"
 	"testing"
 
 	"gpulab/datasets"
 	"gpulab/engine"
 	"gpulab/engine/bench"
+	"gpulab/engine/enginetest"
 )
 
 // TestSuiteChecksMemory: the suite refuses, before generating X, a size
@@ -22,19 +22,10 @@ func TestSuiteChecksMemory(t *testing.T) {
 	_, err = bench.Run(suite, dev, []string{"blobs:n=100000,d=64,k=25"}, bench.Options{})
 	// X, k-means++'s indices and candidates, the reference's labels,
 	// distances and result labels.
-	wantNeed(t, err, 4*100000*64+8*100000+4*65536*64+(4+8+4)*100000)
+	enginetest.WantMemoryError(t, err, 4*100000*64+8*100000+4*65536*64+(4+8+4)*100000)
 	_, err = Materialize(datasets.Blobs{N: 1000, D: 1000, K: 2, Seed: 1})
-	wantNeed(t, err, 4*1000*1000)
+	enginetest.WantMemoryError(t, err, 4*1000*1000)
 	if _, err := bench.Run(suite, dev, []string{"blobs:n=200,d=4,k=3,iters=2"}, bench.Options{}); err != nil {
 		t.Errorf("a small size: %v", err)
-	}
-}
-
-// wantNeed fails the test unless err is an *engine.MemoryError of need bytes.
-func wantNeed(t *testing.T, err error, need uint64) {
-	t.Helper()
-	var me *engine.MemoryError
-	if !errors.As(err, &me) || me.Need != need {
-		t.Errorf("error %v; want an *engine.MemoryError of %d bytes", err, need)
 	}
 }
