@@ -325,6 +325,9 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 	defer closeLFM2(m, &err)
+	if err := spec.CheckHostMemory(m.Config(), *ref != "" || *out != ""); err != nil {
+		return err
+	}
 	res := lfm2.BenchRecord{Device: *device, DeviceName: devs[0].Name, PeakGBps: devs[0].PeakGBps, DType: *dtype, Model: name,
 		Batch: *batchN, Seq: *seq, Reps: *reps, MicroTokens: *microTokens, MoEPath: *moe}
 	var failed error // a reference the logits do not match: reported after the run

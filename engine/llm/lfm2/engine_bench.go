@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"gpulab/engine"
 	"gpulab/engine/bench"
 )
 
@@ -46,6 +47,19 @@ func (s BenchSpec) decodeBatches() []int {
 		return nil
 	}
 	return s.DecodeBatches
+}
+
+// CheckHostMemory refuses, with an *engine.MemoryError, a benchmark whose
+// prompts the host cannot hold (8-byte tokens and a 24-byte slice header
+// per sequence) and, with logits, their float32 logits at every position
+// for a model of c.
+func (s BenchSpec) CheckHostMemory(c *Config, logits bool) error {
+	need, holds := 8*float64(s.Batch)*float64(s.Seq+3), "the prompts"
+	if logits {
+		need += 4 * float64(s.Batch) * float64(s.Seq) * float64(c.Vocab)
+		holds = "the prompts and their logits"
+	}
+	return engine.CheckHostMemory(fmt.Sprintf("lfm2: %d sequences of %d tokens", s.Batch, s.Seq), holds, bytesOf(need))
 }
 
 // Prompts is the batch the prefill runs: Batch random sequences of Seq
@@ -95,6 +109,9 @@ func Bench(m Engine, s BenchSpec, rec *BenchRecord, report func(part string) err
 		for _, st := range gpu.Stages() {
 			rec.Stages = append(rec.Stages, st.String())
 		}
+	}
+	if err := s.CheckHostMemory(m.Config(), false); err != nil {
+		return err
 	}
 	batch := s.Prompts(m.Config())
 	if err := CheckBatch(m.Config(), batch); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"gpulab/engine"
+	"gpulab/engine/enginetest"
 )
 
 // TestBenchCPU: Bench fills the record part by part on the CPU reference
@@ -77,5 +78,23 @@ func TestBenchSpecSized(t *testing.T) {
 		if o.MaxBatch != tc.batch || o.MaxSeq != tc.seq || o.DType != BF16 || o.MaxTokens != 4096 || o.MoE != MoEGrouped {
 			t.Errorf("%+v: sized %+v, want batch %d, seq %d and the other options kept", tc.spec, o, tc.batch, tc.seq)
 		}
+	}
+}
+
+// TestBenchSpecChecksHostMemory: the prompts (8-byte tokens, a 24-byte
+// slice header per sequence) and, when asked, their logits are held to the
+// host's free memory before they are drawn.
+func TestBenchSpecChecksHostMemory(t *testing.T) {
+	t.Setenv(engine.HostMemoryEnv, "1000000")
+	c, err := ParseConfig([]byte(fixtureConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := BenchSpec{Batch: 100000, Seq: 8, Reps: 1}
+	enginetest.WantMemoryError(t, s.CheckHostMemory(c, false), 100000*(8*8+24), "100000 sequences of 8 tokens needs")
+	enginetest.WantMemoryError(t, s.CheckHostMemory(c, true), 100000*(8*8+24)+4*100000*8*211, "for the prompts and their logits")
+	enginetest.WantMemoryError(t, Bench(NewCPUModel(c, nil), s, &BenchRecord{}, nil), 100000*(8*8+24))
+	if err := (BenchSpec{Batch: 100, Seq: 8}).CheckHostMemory(c, true); err != nil {
+		t.Errorf("100 sequences: %v", err)
 	}
 }

@@ -117,6 +117,23 @@ func (s moeShape) String() string {
 // pairs is the number of (token, expert) pairs.
 func (s moeShape) pairs() int { return s.Tokens * s.TopK }
 
+// memory is what a step of shape s holds with elements of es bytes. On the
+// device: the inputs, both experts' weights and the SwiGLU outputs in elem;
+// the grouped rows' tokens, the grouping, the outputs (f32) and the queue
+// counters in 4-byte words (allocate). On the host, at the check's peak:
+// the routes, counts, offsets and rows of the grouping, each pair's place
+// in its expert's list; the inputs and one expert's weights read back as
+// raw elements and as float32 (reference); and the reference, the outputs
+// read back and reordered (check).
+func (s moeShape) memory(es int) (host, device engine.Need) {
+	t, e, h, im, p := float64(s.Tokens), float64(s.Experts), float64(s.Hidden), float64(s.Inter), float64(s.pairs())
+	device = engine.Need{Bytes: bytesOf(float64(es)*(t*h+3*e*im*h+p*im) + 4*(p+4*e+2+p*h+4)),
+		Holds: "the inputs, the experts' weights, the SwiGLU outputs, the grouping and the experts' outputs"}
+	host = engine.Need{Bytes: bytesOf(4*p + 8*e + 4*(e+1) + 4*p + 8*p + float64(4+es)*(t*h+3*im*h) + 3*4*p*h),
+		Holds: "the routing and grouping, the inputs and an expert's weights read back, the reference and the outputs read back"}
+	return host, device
+}
+
 // moeMaxWeights bounds the experts' weights of a shape: 2⁴⁰ elements,
 // far more than a GPU holds (the allocation then says how much is free).
 const moeMaxWeights = 1 << 40
@@ -733,6 +750,10 @@ func moeScheduleCases(dev *engine.Device, size string) ([]bench.Case, func(), er
 	}
 	shape, err := parseMoEShape(size)
 	if err != nil {
+		return nil, nil, err
+	}
+	host, device := shape.memory(CUDAOptions{DType: moeScheduleDType}.elemSize())
+	if err := dev.CheckRun(moeScheduleSuite+" "+size, host, device); err != nil {
 		return nil, nil, err
 	}
 	m, err := newMoEStep(dev.CUDA, shape, moeScheduleDType, moeScheduleSeed)

@@ -49,6 +49,26 @@ func TestParseMoEShape(t *testing.T) {
 	}
 }
 
+// TestMoEMemory: a step's memory, figured by hand for LFM2-8B-A1B's layer
+// (hidden 2048, 32 experts of width 1792, 4 per token) at 4096 tokens in
+// bf16.
+func TestMoEMemory(t *testing.T) {
+	s := moeShape{Tokens: 4096, Experts: 32, TopK: 4, Hidden: 2048, Inter: 1792}
+	host, device := s.memory(2)
+	const p = 4096 * 4
+	// x, w1|w3 and w2, the SwiGLU outputs in bf16; the grouped rows'
+	// tokens, the grouping, the f32 outputs and the queue counters.
+	if want := uint64(2*(4096*2048+3*32*1792*2048+p*1792) + 4*(p+4*32+2+p*2048+4)); device.Bytes != want {
+		t.Errorf("device: %d bytes, want %d", device.Bytes, want)
+	}
+	// Routes, counts, offsets, grouped rows, the pairs' lists; x and one
+	// expert read back raw and as float32; the reference, the outputs read
+	// back and reordered.
+	if want := uint64(4*p + 8*32 + 4*33 + 4*p + 8*p + (4+2)*(4096*2048+3*1792*2048) + 3*4*p*2048); host.Bytes != want {
+		t.Errorf("host: %d bytes, want %d", host.Bytes, want)
+	}
+}
+
 // TestMoERoute: every token gets TopK distinct experts; an even load
 // spreads them uniformly, skew sends its share of the tokens to experts
 // 0..TopK-1; the same seed gives the same routes.

@@ -209,6 +209,11 @@ func openSuiteRun(dev *engine.Device, sz BenchSize) (*suiteRun, error) {
 		return nil, fmt.Errorf("lfm2: size %s: a %d-token prompt and %d decode steps are longer than max_position_embeddings = %d of the %s",
 			sz, sz.Seq, sz.Decode, c.MaxPositions, r.model)
 	}
+	// The host's share; the CUDA engine checks its own buffers against the
+	// device's free memory as it opens.
+	if err := dev.CheckRun("lfm2 "+sz.String(), suiteHostMemory(c, sz, r.checked), engine.Need{}); err != nil {
+		return nil, err
+	}
 	o := CUDAOptions{DType: r.dtype, MaxBatch: sz.Batch, MaxSeq: sz.Seq, MaxTokens: sz.MicroTokens}
 	if bs := sz.decodeBatches(); len(bs) > 0 {
 		o.MaxBatch, o.MaxSeq = max(sz.Batch, bs[len(bs)-1]), sz.Seq+sz.Decode
@@ -242,6 +247,36 @@ func openSuiteRun(dev *engine.Device, sz BenchSize) (*suiteRun, error) {
 	}
 	r.gpus = len(r.m.(*CUDAModel).Stages())
 	return r, nil
+}
+
+// suiteHostMemory is the host memory of the cases of size sz for a model
+// of config c: every case's prompts and picked tokens (Go ints of 8
+// bytes), held while the cases exist, and the largest check's reference
+// logits (float32) with the sequences it recomputes, checked of them at
+// most (0: all). Figured in float64, so that no size overflows it.
+func suiteHostMemory(c *Config, sz BenchSize, checked int) engine.Need {
+	limit := func(n int) float64 {
+		if checked > 0 {
+			n = min(n, checked)
+		}
+		return float64(n)
+	}
+	perPosition := 8 + 4*float64(c.Vocab) // a token of the sequence and its logits
+	held := 8 * float64(sz.Batch) * float64(sz.Seq+1)
+	check := limit(sz.Batch) * float64(sz.Seq) * perPosition
+	for _, b := range sz.decodeBatches() {
+		held += 8 * float64(b) * float64(sz.Seq+sz.Decode+1)
+		check = max(check, limit(b)*float64(sz.Seq+sz.Decode)*perPosition)
+	}
+	return engine.Need{Bytes: bytesOf(held + check), Holds: "the prompts and picked tokens of every case, and the reference logits of the largest check"}
+}
+
+// bytesOf is a byte count figured in float64, at most the largest uint64.
+func bytesOf(n float64) uint64 {
+	if n >= math.MaxUint64 {
+		return math.MaxUint64
+	}
+	return uint64(n)
 }
 
 // pipelineDevices is dev and the next gpus-1 CUDA devices of the host.

@@ -11,6 +11,7 @@ import (
 	"gpulab/engine"
 	"gpulab/engine/bench"
 	"gpulab/engine/cuda/cudatest"
+	"gpulab/engine/enginetest"
 )
 
 func TestParseBenchSize(t *testing.T) {
@@ -204,6 +205,34 @@ func TestSuiteErrors(t *testing.T) {
 		if _, _, err := suiteCases(tc.dev, tc.size); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s on %s: %v, want an error with %q", tc.size, tc.dev.ID, err, tc.want)
 		}
+	}
+}
+
+// TestSuiteChecksMemory: a batch the host cannot hold the prompts and the
+// reference logits of is refused before anything is drawn, with the need
+// figured by hand for the fixture (a vocabulary of 211, every sequence
+// checked on the CPU); the 8B model checks 16 sequences, its vocabulary is
+// 65536; a size too large to count in bytes is refused all the same.
+func TestSuiteChecksMemory(t *testing.T) {
+	t.Setenv(engine.HostMemoryEnv, "1000000")
+	// 1000 prompts of 8 tokens and their picked tokens; decode prompts of
+	// 8 tokens with 4 steps at batch 1 and 4; the largest check is the
+	// prefill's, 1000 sequences of 8 positions, a token and 211 logits each.
+	need := 8*1000*(8+1) + 8*1*(8+4+1) + 8*4*(8+4+1) + 1000*8*(8+4*211)
+	_, _, err := suiteCases(cpuDevice, "lfm2:batch=1000,seq=8,decode=4,dbatch=4")
+	enginetest.WantMemoryError(t, err, uint64(need), "lfm2 lfm2:batch=1000,seq=8,decode=4,dbatch=4 needs")
+	_, _, err = suiteCases(cpuDevice, "lfm2:batch=9000000000000000000,seq=8,decode=0")
+	enginetest.WantMemoryError(t, err, math.MaxUint64)
+
+	c, err := Preset(suitePreset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sz := BenchSize{Batch: 1024, Seq: 32, Decode: 32, DecodeBatch: 64}
+	// Every prompt held; the largest check, of 16 sequences of 64 positions.
+	want := 8*1024*(32+1) + 8*1*(32+32+1) + 8*64*(32+32+1) + 16*64*(8+4*65536)
+	if got := suiteHostMemory(c, sz, suiteChecked); got.Bytes != uint64(want) {
+		t.Errorf("the 8B model at %s: %d bytes of host memory, want %d", sz, got.Bytes, want)
 	}
 }
 
