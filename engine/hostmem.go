@@ -71,6 +71,16 @@ func HostMemoryAvailable() (uint64, error) {
 	return min(avail, limit), nil
 }
 
+// BytesOf is a byte count figured in float64, so that no product of sizes
+// from a flag or a header can overflow it, as a Need's Bytes: the largest
+// uint64 for anything beyond.
+func BytesOf(n float64) uint64 {
+	if n >= math.MaxUint64 {
+		return math.MaxUint64
+	}
+	return uint64(n)
+}
+
 // room is what a limit leaves once used bytes are taken: all of it for an
 // unlimited rlimit (RLIM_INFINITY is the largest uint64), none past it.
 func room(limit, used uint64) uint64 {
@@ -177,7 +187,11 @@ func (e *MemoryError) Error() string {
 	if e.Where != "host" {
 		where = "memory on " + e.Where
 	}
-	return fmt.Sprintf("%s needs %s of %s for %s; %s is available", e.What, formatBytes(e.Need), where, e.For, formatBytes(e.Available))
+	need := formatBytes(e.Need)
+	if e.Need == math.MaxUint64 { // BytesOf's figure for more than a uint64 counts
+		need = "more than " + need
+	}
+	return fmt.Sprintf("%s needs %s of %s for %s; %s is available", e.What, need, where, e.For, formatBytes(e.Available))
 }
 
 // formatBytes writes n in decimal units with one decimal: 10.8 GB.

@@ -97,6 +97,7 @@ func TestShapes(t *testing.T) {
 		{"4x4", Shape{}, "want N or MxNxK"},
 		{"abc", Shape{}, "want N or MxNxK"},
 		{"65536x65536x1", Shape{}, "more than 2^31"},
+		{"4294967296x4294967296x4294967296", Shape{}, "more than 2^31"}, // 2^64 elements: 0 in int arithmetic
 	} {
 		got, err := ParseShape(tc.in)
 		if tc.err != "" {

@@ -57,7 +57,7 @@ func (s Shape) Validate() error {
 		name       string
 		rows, cols int
 	}{{"A", s.M, s.K}, {"B", s.K, s.N}, {"C", s.M, s.N}} {
-		if m.rows*m.cols >= 1<<31 {
+		if float64(m.rows)*float64(m.cols) >= 1<<31 { // in float64: no product overflows
 			return fmt.Errorf("gemm: shape %s: %s has %d×%d elements, more than 2^31", s, m.name, m.rows, m.cols)
 		}
 	}

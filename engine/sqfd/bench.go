@@ -142,17 +142,19 @@ func sqfdCases(dev *engine.Device, size string) ([]bench.Case, func(), error) {
 // centroids of Features+1 float32s and N+1 offsets, generated and then
 // normalized into a copy by NewMetric, and each signature's self term (a
 // float64).
-func metricMemory(sp SigSpec) uint64 {
-	n := uint64(sp.N)
-	return 2*(4*n*uint64(sp.CMax)*(Features+1)+4*(n+1)) + 8*n
+// Like the other figures of sizes here, it is in float64, so that no size
+// overflows a product (engine.BytesOf).
+func metricMemory(sp SigSpec) float64 {
+	n := float64(sp.N)
+	return 2*(4*n*float64(sp.CMax)*(Features+1)+4*(n+1)) + 8*n
 }
 
 // deviceSignaturesMemory is the device memory of NewDeviceSignatures for
 // sp: the N+1 offsets, at most N·CMax centroids padded to whole float4s,
 // and a float32 self term per signature.
-func deviceSignaturesMemory(sp SigSpec) uint64 {
-	n := uint64(sp.N)
-	return 4*(n+1) + 16*((Features+4)/4)*n*uint64(sp.CMax) + 4*n
+func deviceSignaturesMemory(sp SigSpec) float64 {
+	n := float64(sp.N)
+	return 4*(n+1) + 16*((Features+4)/4)*n*float64(sp.CMax) + 4*n
 }
 
 // sqfdMemory is the memory the sqfd suite holds for sp on dev: on the host
@@ -162,16 +164,16 @@ func deviceSignaturesMemory(sp SigSpec) uint64 {
 // (8·N); on the device the signatures (deviceSignaturesMemory) and the
 // pairs' two indices and distance (3·4·N).
 func sqfdMemory(dev *engine.Device, sp SigSpec) (host, device engine.Need) {
-	n := uint64(sp.N)
-	host = engine.Need{Bytes: metricMemory(sp) + 3*8*n, Holds: "the signatures, their normalized copy and the distances of the reference and the CPU cases"}
+	n := float64(sp.N)
+	hostBytes, holds := metricMemory(sp)+3*8*n, "the signatures, their normalized copy and the distances of the reference and the CPU cases"
 	if dev.Kind != engine.CUDA {
-		return host, device
+		return engine.Need{Bytes: engine.BytesOf(hostBytes), Holds: holds}, device
 	}
 	dsig := deviceSignaturesMemory(sp)
-	host.Bytes += 2*4*n + (dsig - 4*(n+1) - 4*n) + 8*n
-	host.Holds += ", the pairs, the padded centroids and the distances read back"
-	device = engine.Need{Bytes: dsig + 3*4*n, Holds: "the signatures and the pairs with their distances"}
-	return host, device
+	hostBytes += 2*4*n + (dsig - 4*(n+1) - 4*n) + 8*n
+	holds += ", the pairs, the padded centroids and the distances read back"
+	return engine.Need{Bytes: engine.BytesOf(hostBytes), Holds: holds},
+		engine.Need{Bytes: engine.BytesOf(dsig + 3*4*n), Holds: "the signatures and the pairs with their distances"}
 }
 
 // pairsCase times cross_pairs over the pairs (i, i+1) on the GPU (events:

@@ -108,16 +108,16 @@ func kmedoidsCases(dev *engine.Device, size string) (_ []bench.Case, _ func(), e
 // offsets and self terms, 4 bytes each, and an 8-byte score: 28·N), and K
 // medoids of up to CMax padded centroids.
 func kmedoidsMemory(dev *engine.Device, sp SigSpec) (host, device engine.Need) {
-	n, k, centroids := uint64(sp.N), uint64(sp.K), uint64(sp.N)*uint64(sp.CMax)
-	host = engine.Need{Bytes: metricMemory(sp) + 2*12*n, Holds: "the signatures, their normalized copy, and the labels and distances of the start and the cases"}
+	n, k, centroids := float64(sp.N), float64(sp.K), float64(sp.N)*float64(sp.CMax)
+	hostBytes, holds := metricMemory(sp)+2*12*n, "the signatures, their normalized copy, and the labels and distances of the start and the cases"
 	if dev.Kind != engine.CUDA {
-		return host, device
+		return engine.Need{Bytes: engine.BytesOf(hostBytes), Holds: holds}, device
 	}
-	host.Bytes += 2 * 12 * n
-	padded := uint64(16 * ((Features + 4) / 4)) // bytes of a centroid padded to whole float4s
-	device = engine.Need{Bytes: deviceSignaturesMemory(sp) + padded*centroids + 28*n + padded*uint64(sp.CMax)*k,
-		Holds: "the signatures, their sorted copy, the points' labels, distances, clusters and scores, and the medoids"}
-	return host, device
+	hostBytes += 2 * 12 * n
+	padded := float64(16 * ((Features + 4) / 4)) // bytes of a centroid padded to whole float4s
+	return engine.Need{Bytes: engine.BytesOf(hostBytes), Holds: holds},
+		engine.Need{Bytes: engine.BytesOf(deviceSignaturesMemory(sp) + padded*centroids + 28*n + padded*float64(sp.CMax)*k),
+			Holds: "the signatures, their sorted copy, the points' labels, distances, clusters and scores, and the medoids"}
 }
 
 // cpuCases are the CPU reference's passes, checked against a first run.

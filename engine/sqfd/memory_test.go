@@ -1,6 +1,7 @@
 package sqfd
 
 import (
+	"math"
 	"testing"
 
 	"gpulab/engine"
@@ -26,6 +27,9 @@ func TestSuitesCheckMemory(t *testing.T) {
 	}{
 		{"sqfd", "sigs:n=10000", "sigs:n=50", signatures + 3*8*10000},                  // reference and two CPU cases' distances
 		{"kmedoids", "sigs:n=10000,k=10", "sigs:n=50,k=3", signatures + 2*(4+8)*10000}, // labels and distances, twice
+		// 2^62 signatures: a need no uint64 holds (0 or less in uint64 arithmetic).
+		{"sqfd", "sigs:n=4611686018427387904", "sigs:n=50", math.MaxUint64},
+		{"kmedoids", "sigs:n=4611686018427387904,k=2", "sigs:n=50,k=3", math.MaxUint64},
 	} {
 		s, _ := bench.Lookup(tc.suite)
 		_, err := bench.Run(s, dev, []string{tc.big}, bench.Options{})

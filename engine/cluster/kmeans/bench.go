@@ -184,29 +184,30 @@ func (sp Spec) small() bool { return float64(sp.N)*float64(sp.D)*float64(sp.K) <
 // K·D floats per resident block on each of two streams, at most
 // MaxThreadsPerSM/256 blocks of 256 threads per SM.
 func suiteMemory(dev *engine.Device, sp Spec) (host, device engine.Need) {
-	n, d, k := uint64(sp.N), uint64(sp.D), uint64(sp.K)
+	// In float64, so that no size overflows a product (engine.BytesOf).
+	n, d, k := float64(sp.N), float64(sp.D), float64(sp.K)
 	x := 4 * n * d
-	host = engine.Need{Bytes: x + 8*n + 4*min(n, InitSample)*d, Holds: "X (float32), k-means++'s candidates"}
+	hostBytes, hostHolds := x+8*n+4*min(n, InitSample)*d, "X (float32), k-means++'s candidates"
 	if dev.Kind != engine.CUDA || sp.small() {
-		host.Bytes += 16 * n
-		host.Holds += ", the reference's labels and distances"
+		hostBytes += 16 * n
+		hostHolds += ", the reference's labels and distances"
 	}
 	if dev.Kind != engine.CUDA {
-		return host, device
+		return engine.Need{Bytes: engine.BytesOf(hostBytes), Holds: hostHolds}, device
 	}
-	host.Bytes += 4 * n * uint64(len(Variants))
-	host.Holds += fmt.Sprintf(", the labels of %d variants", len(Variants))
-	device = engine.Need{Bytes: x, Holds: "X"}
+	hostBytes += 4 * n * float64(len(Variants))
+	hostHolds += fmt.Sprintf(", the labels of %d variants", len(Variants))
+	deviceBytes, deviceHolds := x, "X"
 	if sp.Batch > 0 {
-		host.Bytes += x
-		host.Holds += " and X pinned for streaming"
-		device = engine.Need{Bytes: 2 * 4 * min(uint64(sp.Batch), n) * d, Holds: "two batches of X"}
+		hostBytes += x
+		hostHolds += " and X pinned for streaming"
+		deviceBytes, deviceHolds = 2*4*min(float64(sp.Batch), n)*d, "two batches of X"
 	}
 	props := dev.CUDA.Properties()
-	blocks := uint64(max(1, props.MaxThreadsPerSM/256) * props.SMs)
-	device.Bytes += 2*4*k*d + 4*max(k, 32) + 4*k + 8 + 16*n + 2*4*blocks*k*d
-	device.Holds += ", the centers and their sums, labels, distances, norms and order of the points, and the fused variant's partial sums"
-	return host, device
+	blocks := float64(max(1, props.MaxThreadsPerSM/256) * props.SMs)
+	deviceBytes += 2*4*k*d + 4*max(k, 32) + 4*k + 8 + 16*n + 2*4*blocks*k*d
+	deviceHolds += ", the centers and their sums, labels, distances, norms and order of the points, and the fused variant's partial sums"
+	return engine.Need{Bytes: engine.BytesOf(hostBytes), Holds: hostHolds}, engine.Need{Bytes: engine.BytesOf(deviceBytes), Holds: deviceHolds}
 }
 
 // inconsistent counts the points of r whose label is not the nearest of

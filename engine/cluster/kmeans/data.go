@@ -15,7 +15,7 @@ func Materialize(b datasets.Blobs) (*Matrix, error) {
 		return nil, fmt.Errorf("kmeans: %w", err)
 	}
 	what := fmt.Sprintf("kmeans: %d×%d blobs", b.N, b.D)
-	if err := engine.CheckHostMemory(what, "X as float32", 4*uint64(b.N)*uint64(b.D)); err != nil {
+	if err := engine.CheckHostMemory(what, "X as float32", engine.BytesOf(4*float64(b.N)*float64(b.D))); err != nil {
 		return nil, err
 	}
 	x := &Matrix{N: b.N, D: b.D, X: make([]float32, b.N*b.D)}

@@ -1,6 +1,7 @@
 package kmeans
 
 import (
+	"math"
 	"testing"
 
 	"gpulab/datasets"
@@ -23,6 +24,12 @@ func TestSuiteChecksMemory(t *testing.T) {
 	// X, k-means++'s indices and candidates, the reference's labels,
 	// distances and result labels.
 	enginetest.WantMemoryError(t, err, 4*100000*64+8*100000+4*65536*64+(4+8+4)*100000)
+	// 2^62 points: 2^64 bytes of X, 0 in uint64 arithmetic; counted in
+	// float64, the need is more than any uint64.
+	_, err = bench.Run(suite, dev, []string{"blobs:n=4611686018427387904,d=1,k=2"}, bench.Options{})
+	enginetest.WantMemoryError(t, err, math.MaxUint64, "needs more than 18446744.1 TB")
+	_, err = Materialize(datasets.Blobs{N: 1 << 62, D: 1, K: 2, Seed: 1})
+	enginetest.WantMemoryError(t, err, math.MaxUint64)
 	_, err = Materialize(datasets.Blobs{N: 1000, D: 1000, K: 2, Seed: 1})
 	enginetest.WantMemoryError(t, err, 4*1000*1000)
 	if _, err := bench.Run(suite, dev, []string{"blobs:n=200,d=4,k=3,iters=2"}, bench.Options{}); err != nil {

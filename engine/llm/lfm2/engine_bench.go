@@ -59,7 +59,7 @@ func (s BenchSpec) CheckHostMemory(c *Config, logits bool) error {
 		need += 4 * float64(s.Batch) * float64(s.Seq) * float64(c.Vocab)
 		holds = "the prompts and their logits"
 	}
-	return engine.CheckHostMemory(fmt.Sprintf("lfm2: %d sequences of %d tokens", s.Batch, s.Seq), holds, bytesOf(need))
+	return engine.CheckHostMemory(fmt.Sprintf("lfm2: %d sequences of %d tokens", s.Batch, s.Seq), holds, engine.BytesOf(need))
 }
 
 // Prompts is the batch the prefill runs: Batch random sequences of Seq

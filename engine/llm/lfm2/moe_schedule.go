@@ -127,9 +127,9 @@ func (s moeShape) pairs() int { return s.Tokens * s.TopK }
 // read back and reordered (check).
 func (s moeShape) memory(es int) (host, device engine.Need) {
 	t, e, h, im, p := float64(s.Tokens), float64(s.Experts), float64(s.Hidden), float64(s.Inter), float64(s.pairs())
-	device = engine.Need{Bytes: bytesOf(float64(es)*(t*h+3*e*im*h+p*im) + 4*(p+4*e+2+p*h+4)),
+	device = engine.Need{Bytes: engine.BytesOf(float64(es)*(t*h+3*e*im*h+p*im) + 4*(p+4*e+2+p*h+4)),
 		Holds: "the inputs, the experts' weights, the SwiGLU outputs, the grouping and the experts' outputs"}
-	host = engine.Need{Bytes: bytesOf(4*p + 8*e + 4*(e+1) + 4*p + 8*p + float64(4+es)*(t*h+3*im*h) + 3*4*p*h),
+	host = engine.Need{Bytes: engine.BytesOf(4*p + 8*e + 4*(e+1) + 4*p + 8*p + float64(4+es)*(t*h+3*im*h) + 3*4*p*h),
 		Holds: "the routing and grouping, the inputs and an expert's weights read back, the reference and the outputs read back"}
 	return host, device
 }

@@ -268,15 +268,7 @@ func suiteHostMemory(c *Config, sz BenchSize, checked int) engine.Need {
 		held += 8 * float64(b) * float64(sz.Seq+sz.Decode+1)
 		check = max(check, limit(b)*float64(sz.Seq+sz.Decode)*perPosition)
 	}
-	return engine.Need{Bytes: bytesOf(held + check), Holds: "the prompts and picked tokens of every case, and the reference logits of the largest check"}
-}
-
-// bytesOf is a byte count figured in float64, at most the largest uint64.
-func bytesOf(n float64) uint64 {
-	if n >= math.MaxUint64 {
-		return math.MaxUint64
-	}
-	return uint64(n)
+	return engine.Need{Bytes: engine.BytesOf(held + check), Holds: "the prompts and picked tokens of every case, and the reference logits of the largest check"}
 }
 
 // pipelineDevices is dev and the next gpus-1 CUDA devices of the host.
