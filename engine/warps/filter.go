@@ -67,6 +67,9 @@ func parseImageSize(s string) (w, h int, err error) {
 		fmt.Sprintf("%dx%d", w, h) != strings.ToLower(s) {
 		return 0, 0, fmt.Errorf("warps: filter size %q: want WIDTHxHEIGHT with positive sizes, e.g. \"1024x768\"", s)
 	}
+	if float64(w)*float64(h) > 1<<30 { // in float64: no product overflows
+		return 0, 0, fmt.Errorf("warps: filter size %q: at most 1G pixels (kernels index with 32-bit ints)", s)
+	}
 	return w, h, nil
 }
 

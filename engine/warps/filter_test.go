@@ -113,7 +113,7 @@ func TestParseImageSize(t *testing.T) {
 	if w, h, err := parseImageSize("1024x768"); err != nil || w != 1024 || h != 768 {
 		t.Errorf("1024x768: %d %d %v", w, h, err)
 	}
-	for _, s := range []string{"", "1024", "0x5", "5x-1", "3x4x5", "axb"} {
+	for _, s := range []string{"", "1024", "0x5", "5x-1", "3x4x5", "axb", "32769x32769", "4294967296x4294967296"} { // the last two: more than 1G pixels, and 2^64 (0 in int arithmetic)
 		if _, _, err := parseImageSize(s); err == nil {
 			t.Errorf("%q accepted", s)
 		}
