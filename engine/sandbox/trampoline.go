@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -119,36 +121,74 @@ func ExecMain(args []string) error {
 	if len(argv) == 0 || !filepath.IsAbs(argv[0]) {
 		return fmt.Errorf("%s: want limits, --, and an absolute program path; got %q", TrampolineArg, args)
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("%s: PR_SET_NO_NEW_PRIVS: %w", TrampolineArg, err)
-	}
-	if err := setRlimit(unix.RLIMIT_CORE, 0); err != nil {
-		return fmt.Errorf("%s: RLIMIT_CORE: %w", TrampolineArg, err)
-	}
-	for i := len(rlimits) - 1; i >= 0; i-- {
+	// Everything the exec needs is made before the first limit: under a
+	// small address-space limit the Go runtime can map no more memory, and
+	// an allocation that needs some is a fatal error, not an error value
+	// (it was, once in a while, for a trampoline already near its limit).
+	// So the limits, the task count included, are figured first, the
+	// collector is stopped, and nothing is allocated from the first
+	// setrlimit to the execve.
+	limits := make([]unix.Rlimit, len(rlimits))
+	for i, r := range rlimits {
 		v := values[i]
-		if v <= 0 {
-			continue
-		}
-		if rlimits[i].resource == unix.RLIMIT_NPROC {
+		if v > 0 && r.resource == unix.RLIMIT_NPROC {
 			n, err := countTasks(os.Getuid())
 			if err != nil {
 				return fmt.Errorf("%s: %w", TrampolineArg, err)
 			}
 			v += int64(n)
 		}
-		if err := setRlimit(rlimits[i].resource, uint64(v)); err != nil {
-			return fmt.Errorf("%s: limit %s=%d: %w", TrampolineArg, rlimits[i].flag, v, err)
+		limits[i] = unix.Rlimit{Cur: uint64(v), Max: uint64(v)}
+	}
+	path, err := unix.BytePtrFromString(argv[0])
+	if err != nil {
+		return fmt.Errorf("%s: exec %s: %w", TrampolineArg, argv[0], err)
+	}
+	argvp, err := cStrings(argv)
+	if err != nil {
+		return fmt.Errorf("%s: exec %s: %w", TrampolineArg, argv[0], err)
+	}
+	envp, err := cStrings(os.Environ())
+	if err != nil {
+		return fmt.Errorf("%s: exec %s: environment: %w", TrampolineArg, argv[0], err)
+	}
+	noCore := unix.Rlimit{}
+	debug.SetGCPercent(-1)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("%s: PR_SET_NO_NEW_PRIVS: %w", TrampolineArg, err)
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &noCore); err != nil {
+		return fmt.Errorf("%s: RLIMIT_CORE: %w", TrampolineArg, err)
+	}
+	for i := len(rlimits) - 1; i >= 0; i-- {
+		if values[i] <= 0 {
+			continue
+		}
+		// Both the soft and the hard limit, so the program cannot raise it.
+		if err := unix.Setrlimit(rlimits[i].resource, &limits[i]); err != nil {
+			return fmt.Errorf("%s: limit %s=%d: %w", TrampolineArg, rlimits[i].flag, limits[i].Cur, err)
 		}
 	}
-	err := syscall.Exec(argv[0], argv, os.Environ())
-	return fmt.Errorf("%s: exec %s: %w", TrampolineArg, argv[0], err)
+	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	runtime.KeepAlive(path)
+	runtime.KeepAlive(argvp)
+	runtime.KeepAlive(envp)
+	return fmt.Errorf("%s: exec %s: %w", TrampolineArg, argv[0], errno)
 }
 
-// setRlimit sets both the soft and the hard limit, so the program cannot
-// raise it again.
-func setRlimit(resource int, v uint64) error {
-	return unix.Setrlimit(resource, &unix.Rlimit{Cur: v, Max: v})
+// cStrings is ss as the NUL-terminated array of NUL-terminated strings
+// that execve takes.
+func cStrings(ss []string) ([]*byte, error) {
+	out := make([]*byte, len(ss)+1)
+	for i, s := range ss {
+		p, err := unix.BytePtrFromString(s)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
 }
 
 // countTasks counts the processes and threads whose real uid is uid, which
