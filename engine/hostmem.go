@@ -95,17 +95,27 @@ func room(limit, used uint64) uint64 {
 
 // statusBytes reads a "Field:  N kB" line of /proc/self/status's text.
 func statusBytes(status, field string) (uint64, bool) {
-	for line := range strings.Lines(status) {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			if f := strings.Fields(rest); len(f) == 2 && f[1] == "kB" {
-				if kB, err := strconv.ParseUint(f[0], 10, 53); err == nil {
-					return kB << 10, true
-				}
-			}
-			return 0, false
+	n, _, ok := kBLine(status, field)
+	return n, ok
+}
+
+// kBLine finds the "Field:  N kB" line of a /proc file's text (meminfo,
+// status) and returns its bytes and the line; ok is false where the line
+// is missing (line "") or is not of that form.
+func kBLine(text, field string) (bytes uint64, line string, ok bool) {
+	for l := range strings.Lines(text) {
+		rest, found := strings.CutPrefix(l, field+":")
+		if !found {
+			continue
 		}
+		if f := strings.Fields(rest); len(f) == 2 && f[1] == "kB" {
+			if kB, err := strconv.ParseUint(f[0], 10, 53); err == nil {
+				return kB << 10, l, true
+			}
+		}
+		return 0, l, false
 	}
-	return 0, false
+	return 0, "", false
 }
 
 // cgroupRoom is the least room left under a memory limit of the cgroups
@@ -157,16 +167,11 @@ func cgroupBytes(sysfs fs.FS, name string) (uint64, bool) {
 
 // memAvailable reads the MemAvailable line of /proc/meminfo's text.
 func memAvailable(meminfo string) (uint64, error) {
-	for line := range strings.Lines(meminfo) {
-		rest, ok := strings.CutPrefix(line, "MemAvailable:")
-		if !ok {
-			continue
-		}
-		if f := strings.Fields(rest); len(f) == 2 && f[1] == "kB" {
-			if kB, err := strconv.ParseUint(f[0], 10, 53); err == nil {
-				return kB << 10, nil
-			}
-		}
+	n, line, ok := kBLine(meminfo, "MemAvailable")
+	switch {
+	case ok:
+		return n, nil
+	case line != "":
 		return 0, fmt.Errorf("engine: /proc/meminfo: %q is not MemAvailable: N kB", strings.TrimSpace(line))
 	}
 	return 0, errors.New("engine: /proc/meminfo has no MemAvailable line")
