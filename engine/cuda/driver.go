@@ -50,7 +50,6 @@ var (
 	cuFuncGetAttribute          func(v *int32, attr int32, f uintptr) int32
 	cuFuncSetAttribute          func(f uintptr, attr int32, v int32) int32
 	cuFuncGetParamInfo          func(f uintptr, index uint64, offset, size *uint64) int32
-	cuFuncGetParamCount         func(f uintptr, count *uint64) int32
 	cuFuncLoad                  func(f uintptr) int32
 	cuLaunchKernel              func(f uintptr, gx, gy, gz, bx, by, bz, smem uint32, s uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
 	cuOccupancyMaxActiveBlocks  func(n *int32, f uintptr, blockSize int32, dynSmem uint64) int32
@@ -102,7 +101,6 @@ func driverSymbols() map[string]any {
 		"cuFuncGetAttribute":                          &cuFuncGetAttribute,
 		"cuFuncSetAttribute":                          &cuFuncSetAttribute,
 		"cuFuncGetParamInfo?":                         &cuFuncGetParamInfo,
-		"cuFuncGetParamCount?":                        &cuFuncGetParamCount,
 		"cuFuncLoad?":                                 &cuFuncLoad,
 		"cuLaunchKernel":                              &cuLaunchKernel,
 		"cuOccupancyMaxActiveBlocksPerMultiprocessor": &cuOccupancyMaxActiveBlocks,

@@ -28,6 +28,9 @@ type Module struct {
 	h    uintptr
 	Name string
 	Log  string // NVRTC's log (warnings) of a fresh compile; empty when loaded from the cache
+	// params is the parameter count of each kernel, read from the CUBIN
+	// (cubin.go); a kernel missing from it is launched unchecked.
+	params map[string]int
 }
 
 // Compile builds src with NVRTC for the context's device and loads it.
@@ -57,8 +60,12 @@ func (c *Context) Compile(src Source) (*Module, error) {
 		}
 		writeCachedCUBIN(key, cubin)
 	}
-	m := &Module{ctx: c, Name: src.Name, Log: log}
-	err := c.Do(func() error {
+	params, err := cubinParamCounts(cubin)
+	if err != nil {
+		return nil, fmt.Errorf("load module %s: %w", src.Name, err)
+	}
+	m := &Module{ctx: c, Name: src.Name, Log: log, params: params}
+	err = c.Do(func() error {
 		return check("cuModuleLoadData", cuModuleLoadData(&m.h, unsafe.Pointer(&cubin[0])))
 	})
 	if err != nil {
@@ -176,28 +183,20 @@ func (m *Module) Function(name string) (*Function, error) {
 		if cuFuncLoad != nil {
 			cuFuncLoad(f.h) // lazy loading: make parameter info available
 		}
-		if cuFuncGetParamInfo == nil {
+		n, known := m.params[name]
+		if cuFuncGetParamInfo == nil || !known {
 			return nil
 		}
-		// Ask the count first where the driver can tell (CUDA 13): probing
-		// one parameter past the end would be an error, which
-		// compute-sanitizer reports at every launch.
-		n := uint64(math.MaxUint64)
-		if cuFuncGetParamCount != nil {
-			if err := check("cuFuncGetParamCount", cuFuncGetParamCount(f.h, &n)); err != nil {
-				return fmt.Errorf("kernel %q in %s: %w", name, m.Name, err)
-			}
-		}
-		f.params = []int{}
-		for i := uint64(0); i < n; i++ {
+		// The count comes from the CUBIN, so that no call asks for a
+		// parameter past the end: an API error that compute-sanitizer
+		// would report at every launch.
+		f.params = make([]int, n)
+		for i := range f.params {
 			var off, size uint64
-			if cuFuncGetParamInfo(f.h, i, &off, &size) != 0 {
-				if cuFuncGetParamCount != nil {
-					return fmt.Errorf("kernel %q in %s: cuFuncGetParamInfo failed on parameter %d of %d", name, m.Name, i, n)
-				}
-				break // the end of the parameters, found by probing
+			if err := check("cuFuncGetParamInfo", cuFuncGetParamInfo(f.h, uint64(i), &off, &size)); err != nil {
+				return fmt.Errorf("kernel %q in %s: parameter %d of the %d its CUBIN records: %w", name, m.Name, i, n, err)
 			}
-			f.params = append(f.params, int(size))
+			f.params[i] = int(size)
 		}
 		return nil
 	})
