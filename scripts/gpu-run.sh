@@ -9,7 +9,7 @@
 #   .gpu/run.sh --sanitize [ARGS...]         every binary's CUDA tests under compute-sanitizer (below)
 #
 # --sanitize runs each binary's tests whose names match SANITIZE_RUN (default: CUDA or GPU, any case)
-# under compute-sanitizer, once per tool in SANITIZE_TOOLS (default: memcheck with its leak check,
+# and not SANITIZE_SKIP (default: DiagnosisOnGPU, which runs compute-sanitizer itself) under compute-sanitizer, once per tool in SANITIZE_TOOLS (default: memcheck with its leak check,
 # racecheck, synccheck, initcheck), and prints a line per binary and tool with the errors the tool
 # counted (its "ERROR SUMMARY", summed over the processes it followed). It exits non-zero if any tool
 # counted an error. With $OUT set, each run's report goes to $OUT/sanitize/<binary>.<tool>.log.
@@ -67,7 +67,7 @@ if [[ "${1:-}" == --sanitize ]]; then
       log="$logs/$name.$tool.log"
       t0=$(now)
       (cd "$BUNDLE/src/$rel" && "$sanitizer" "${opts[@]}" "$BIN/tests/$name.test" -test.count=1 \
-        -test.run "${SANITIZE_RUN:-(?i)cuda|gpu}" "$@") </dev/null >"$log" 2>&1
+        -test.run "${SANITIZE_RUN:-(?i)cuda|gpu}" -test.skip "${SANITIZE_SKIP:-DiagnosisOnGPU}" "$@") </dev/null >"$log" 2>&1
       rc=$?
       errors=$(awk '/ERROR SUMMARY: [0-9]+ error/ { n += $4 } END { print n + 0 }' "$log")
       state=ok

@@ -57,7 +57,7 @@ var (
 	atLine          = regexp.MustCompile(`^at (.+?) in (\S+?):(\d+)(?::(.*))?$`)
 	atNoLine        = regexp.MustCompile(`^at (.+?)(?: in (\S+))?$`)
 	byThread        = regexp.MustCompile(`^by thread \((\d+),(\d+),(\d+)\) in block \((\d+),(\d+),(\d+)\)`)
-	addressLine     = regexp.MustCompile(`^Address (0x[0-9a-fA-F]+) is (out of bounds|misaligned)`)
+	addressLine     = regexp.MustCompile(`^(?:Address|Access to) (0x[0-9a-fA-F]+) is (out of bounds|misaligned)`)
 	nearestAlloc    = regexp.MustCompile(`nearest allocation at (0x[0-9a-fA-F]+) of size (\d+) bytes`)
 	raceAccess      = regexp.MustCompile(`(Write|Read) access at .+? in (\S+?):(\d+)`)
 	hazards         = regexp.MustCompile(`\[(\d+) hazards?\]`)

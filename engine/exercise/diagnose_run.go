@@ -65,32 +65,37 @@ func SanitizerArgs(tool, logFile string, program ...string) []string {
 type Rerun func(tool string) (log string, tasks []wire.Task, err error)
 
 // Diagnose reruns a failed kernel under memcheck, then under racecheck if
-// memcheck found nothing, and explains the first error found in the
-// student's terms (SanitizerReport.Explain). It is the text of
-// Result.Diagnosis: shown to the student, never part of the verdict.
+// memcheck found nothing on the device, and explains the first device-side
+// error found (an access or a race) in the student's terms
+// (SanitizerReport.Explain). A host-side report alone ("Program hit … on
+// CUDA API call to …") is said only when neither tool found anything on the
+// device. It is the text of Result.Diagnosis: shown to the student, never
+// part of the verdict.
 func Diagnose(src string, rerun Rerun) string {
 	var trouble []string
+	hostSide := ""
 	for _, tool := range SanitizerTools {
 		log, tasks, err := rerun(tool)
 		if err != nil {
 			return NotDiagnosed(LangCUDA, err)
 		}
 		reports := ParseSanitizer(tool, log)
-		if len(reports) > 0 {
-			best := reports[0]
-			for _, r := range reports {
-				if r.Access != "" || r.Race != nil {
-					best = r
-					break
-				}
+		for _, r := range reports {
+			if r.Access != "" || r.Race != nil {
+				return fmt.Sprintf("compute-sanitizer (%s), rerunning the small problems: %s", tool, r.Explain(src, tasks))
 			}
-			return fmt.Sprintf("compute-sanitizer (%s), rerunning the small problems: %s", tool, best.Explain(src, tasks))
+		}
+		if len(reports) > 0 && hostSide == "" {
+			hostSide = fmt.Sprintf("compute-sanitizer (%s), rerunning the small problems: %s", tool, reports[0].Explain(src, tasks))
 		}
 		if !strings.Contains(log, "COMPUTE-SANITIZER") {
 			trouble = append(trouble, fmt.Sprintf("%s did not report (%s)", tool, lastLogLine(log)))
 		}
 	}
-	if len(trouble) > 0 {
+	switch {
+	case hostSide != "":
+		return hostSide
+	case len(trouble) > 0:
 		return "not diagnosed: " + strings.Join(trouble, "; ")
 	}
 	return "compute-sanitizer found no out-of-bounds or misaligned access (memcheck) and no shared-memory race (racecheck) on the small problems: look at the arithmetic and at which elements each thread computes"

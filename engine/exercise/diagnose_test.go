@@ -109,6 +109,54 @@ some output the program printed
 `
 )
 
+// Logs recorded on an H100 (compute-sanitizer of CUDA 13, driver 580.159)
+// from the planted bugs below, cut to their first reports: memcheck13 from
+// plantedOOB, whose memcheck says "Access to 0x… is out of bounds";
+// hostOnly13 from plantedRace, whose memcheck reports nothing on the device,
+// only an API error (here one a binding once made by probing
+// cuFuncGetParamInfo past the last parameter); racecheck13 from plantedRace.
+const (
+	memcheck13 = `========= COMPUTE-SANITIZER
+========= Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid argument" on CUDA API call to cuFuncGetParamInfo.
+=========     Saved host backtrace up to driver entry point at error
+=========         Host Frame:  [0x1f4337] in gpulab-engine-exercise.test
+=========
+========= Invalid __global__ read of size 4 bytes
+=========     at sgemm+0x210 in exercise.cu:10
+=========     by thread (0,1,0) in block (0,0,0)
+=========     Access to 0x7fbfec800004 is out of bounds
+=========     and is 1 bytes after the nearest allocation at 0x7fbfec800000 of size 4 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: cuLaunchKernel [0x39fb94] in libcuda.so.1
+=========         Host Frame:  [0x1f4337] in gpulab-engine-exercise.test
+=========
+========= Invalid __global__ read of size 4 bytes
+=========     at sgemm+0x210 in exercise.cu:10
+=========     by thread (1,1,0) in block (0,0,0)
+=========     Access to 0x7fbfec800008 is out of bounds
+=========     and is 5 bytes after the nearest allocation at 0x7fbfec800000 of size 4 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: cuLaunchKernel [0x39fb94] in libcuda.so.1
+=========         Host Frame:  [0x1f4337] in gpulab-engine-exercise.test
+=========
+`
+	hostOnly13 = `========= COMPUTE-SANITIZER
+========= Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid argument" on CUDA API call to cuFuncGetParamInfo.
+=========     Saved host backtrace up to driver entry point at error
+=========         Host Frame:  [0x1f4337] in gpulab-engine-exercise.test
+=========
+`
+	racecheck13 = `========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at sgemm+0x300 in exercise.cu:11
+=========     and Read access at sgemm+0x310 in exercise.cu:13 [256 hazards]
+=========     and Read access at sgemm+0x330 in exercise.cu:13 [128 hazards]
+=========
+========= Warning: Race reported between Write access at sgemm+0x2f0 in exercise.cu:10
+=========     and Read access at sgemm+0x320 in exercise.cu:13 [512 hazards]
+=========
+`
+)
+
 // gemmTask is the task of the exercise's GEMM at shape s, its inputs of
 // the right lengths.
 func gemmTask(s gemm.Shape) wire.Task {
@@ -177,12 +225,19 @@ func TestExplain(t *testing.T) {
 			"a race on `As[ty][tx]` and `As[ty][k]` between your line 9 (a write: `As[ty][tx] = (row < M && t + tx < K) ? A[row * K + t + tx] : 0.0f;`) and line 13 (a read: `acc += As[ty][k] * Bs[k][tx];`): threads of a block reach one before others are done with the other; a missing __syncthreads()?"},
 		{"in a header", "memcheck", strings.Replace(memcheckShared, "exercise.cu:9", "gemm/common.cuh:40", 1), tiledGEMM, []wire.Task{small},
 			"thread (31,2,0) of block (0,0,0) wrote shared memory out of its bounds (address 0x2000, 4 bytes) at gemm/common.cuh:40"},
+		{"CUDA 13: read past A, sizes tied, told by the line", "memcheck", memcheck13, plantedOOB, []wire.Task{one},
+			"thread (0,1,0) of block (0,0,0) read `A[1]`, past the end of A (1 element: indices 0 to 0) at your line 10: `As[ty][tx] = A[row * K + t + tx];`"},
+		{"CUDA 13: race", "racecheck", racecheck13, plantedRace, []wire.Task{small},
+			"a race on `Bs[ty][tx]` and `Bs[k][tx]` between your line 11"},
 		{"race on one line", "racecheck", racecheckOld, tiledGEMM, []wire.Task{small},
 			"a race on `Bs[ty][tx]` at your line 10: `Bs[ty][tx] = (t + ty < K && col < N) ? B[(t + ty) * N + col] : 0.0f;`: threads of a block write and read the same shared element with no barrier between them"},
 	} {
 		reports := ParseSanitizer(tc.tool, tc.log)
+		for len(reports) > 0 && reports[0].Access == "" && reports[0].Race == nil {
+			reports = reports[1:] // a host-side report: Diagnose explains the device's first
+		}
 		if len(reports) == 0 {
-			t.Fatalf("%s: no report", tc.name)
+			t.Fatalf("%s: no report from the device", tc.name)
 		}
 		if got := reports[0].Explain(tc.src, tc.tasks); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
@@ -210,6 +265,9 @@ func TestDiagnose(t *testing.T) {
 		{"memcheck finds it", logs(memcheckNew, racecheck), "compute-sanitizer (memcheck), rerunning the small problems: thread (1,1,0) of block (1,0,0) read `A[85]`"},
 		{"racecheck finds it", logs(clean, racecheck), "compute-sanitizer (racecheck), rerunning the small problems: a race on `As[ty][tx]`"},
 		{"nothing found", logs(clean, clean), "compute-sanitizer found no out-of-bounds or misaligned access"},
+		{"CUDA 13: memcheck finds it after an API error", logs(memcheck13, racecheck13), "compute-sanitizer (memcheck), rerunning the small problems: thread (0,1,0) of block (0,0,0) read "},
+		{"an API error alone does not hide a race", logs(hostOnly13, racecheck13), "compute-sanitizer (racecheck), rerunning the small problems: a race "},
+		{"an API error alone is said", logs(hostOnly13, clean), "compute-sanitizer (memcheck), rerunning the small problems: compute-sanitizer (memcheck): Program hit CUDA_ERROR_INVALID_VALUE"},
 		{"no log", logs("", ""), "not diagnosed: memcheck did not report (an empty log)"},
 		{"no sanitizer", func(string) (string, []wire.Task, error) {
 			return "", nil, errors.New("compute-sanitizer is not on PATH, nor in /usr/local/cuda/bin")

@@ -230,12 +230,24 @@ func (s *session) fail(r *Result, err error) {
 }
 
 // sample is k distinct rows of n in increasing order, drawn with rng; nil
-// (every row) when n <= k.
+// (every row) when n <= k. It takes O(k) time and memory whatever n is
+// (Floyd's algorithm: for each j of the last k rows, a row at most j, or j
+// itself if that one is taken): a puzzle's timing problem has millions of
+// rows, and a permutation of them all cost more than the kernel's run.
 func sample(rng *rand.Rand, n, k int) []int {
 	if n <= k {
 		return nil
 	}
-	rows := rng.Perm(n)[:k]
+	taken := make(map[int]bool, k)
+	rows := make([]int, 0, k)
+	for j := n - k; j < n; j++ {
+		r := rng.IntN(j + 1)
+		if taken[r] {
+			r = j
+		}
+		taken[r] = true
+		rows = append(rows, r)
+	}
 	slices.Sort(rows)
 	return rows
 }
