@@ -47,7 +47,7 @@ func TestGradeCourse(t *testing.T) {
 			want: "wrong result for n=4321 (one of the course's hidden shapes)"},
 		{file: "peek.cl", src: "#include \"" + mine + "\"\n__kernel void unused(void) {}\n", want: "does not compile", sandboxed: true},
 	}
-	rows, _ := g.grade("puzzles/map", 10*time.Second, attacks, "--course", course)
+	rows, _ := g.grade("puzzles/map", time.Minute, attacks, "--course", course)
 	g.check(rows, attacks, sandboxed)
 	if !strings.Contains(rows["honest"], "| yes | yes |") {
 		t.Errorf("honest: %s", rows["honest"])
