@@ -9,7 +9,8 @@
 #   .gpu/run.sh --sanitize [ARGS...]         every binary's CUDA tests under compute-sanitizer (below)
 #
 # --sanitize runs each binary's tests whose names match SANITIZE_RUN (default: CUDA or GPU, any case)
-# and not SANITIZE_SKIP (default: DiagnosisOnGPU, which runs compute-sanitizer itself) under compute-sanitizer, once per tool in SANITIZE_TOOLS (default: memcheck with its leak check,
+# and not SANITIZE_SKIP (default: DiagnosisOnGPU, which runs compute-sanitizer itself) under
+# compute-sanitizer, once per tool in SANITIZE_TOOLS (default: memcheck with its leak check,
 # racecheck, synccheck, initcheck), and prints a line per binary and tool with the errors the tool
 # counted (its "ERROR SUMMARY", summed over the processes it followed). It exits non-zero if any tool
 # counted an error. With $OUT set, each run's report goes to $OUT/sanitize/<binary>.<tool>.log.
