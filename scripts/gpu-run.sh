@@ -12,8 +12,9 @@
 # and not SANITIZE_SKIP (default: DiagnosisOnGPU, which runs compute-sanitizer itself) under
 # compute-sanitizer, once per tool in SANITIZE_TOOLS (default: memcheck with its leak check,
 # racecheck, synccheck, initcheck), and prints a line per binary and tool with the errors the tool
-# counted (its "ERROR SUMMARY", summed over the processes it followed). It exits non-zero if any tool
-# counted an error. With $OUT set, each run's report goes to $OUT/sanitize/<binary>.<tool>.log.
+# counted (its "ERROR SUMMARY", summed over the processes it followed); "no-cuda" where the tests
+# passed without a CUDA call (the sanitizer then says "terminated before first instrumented API call").
+# It exits non-zero if any tool counted an error or a binary failed. With $OUT set, each run's report goes to $OUT/sanitize/<binary>.<tool>.log.
 #
 # It first unpacks bin.tar.xz into a temporary directory, removed at exit.
 # Each binary runs with -test.v -test.count=1 in its package's directory in the bundle (where its
@@ -71,11 +72,18 @@ if [[ "${1:-}" == --sanitize ]]; then
         -test.run "${SANITIZE_RUN:-(?i)cuda|gpu}" -test.skip "${SANITIZE_SKIP:-DiagnosisOnGPU}" "$@") </dev/null >"$log" 2>&1
       rc=$?
       errors=$(awk '/ERROR SUMMARY: [0-9]+ error/ { n += $4 } END { print n + 0 }' "$log")
+      # "no-cuda": the tests passed without a CUDA call, so there was nothing to check.
       state=ok
-      if ((errors > 0)); then state=ERRORS; dirty=1; fi
-      if ((rc != 0 && errors == 0)); then state="FAIL (exit $rc)"; dirty=1; fi
+      if ((errors > 0)); then
+        state=ERRORS
+      elif grep -q '^PASS$' "$log" && grep -q 'terminated before first instrumented API call' "$log"; then
+        state=no-cuda
+      elif ((rc != 0)); then
+        state="FAIL (exit $rc)"
+      fi
+      [[ "$state" == ok || "$state" == no-cuda ]] || dirty=1
       printf '%-8s %-10s %-40s %6d errors %8s\n' "$state" "$tool" "$name" "$errors" "$(elapsed_since "$t0")"
-      if [[ "$state" != ok ]]; then grep -m 20 '^=========' "$log" | sed 's/^/    /'; fi
+      if [[ "$state" != ok && "$state" != no-cuda ]]; then grep -m 20 '^=========' "$log" | sed 's/^/    /'; fi
     done
   done 3<"$BUNDLE/MANIFEST"
   exit "$dirty"
