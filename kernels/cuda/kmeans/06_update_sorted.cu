@@ -39,13 +39,16 @@ extern "C" __global__ void segment_sums(const float* __restrict__ x, const int* 
 
 // batch_offsets turns a batch's counts into the start of each label's
 // segment (cursor) and adds them to the iteration's counts. K is small: one
-// thread.
+// thread. The add is atomic: streamed, the other stream's batch may be adding
+// its counts at the same moment, and a plain += would lose one of the two
+// (compute-sanitizer's slower schedule made that happen often enough to
+// give k-means centers from a fraction of their points).
 extern "C" __global__ void batch_offsets(const int* __restrict__ bcounts, int k, int* __restrict__ cursor,
                                          int* __restrict__ counts) {
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
     for (int c = 0, s = 0; c < k; c++) {
         cursor[c] = s;
         s += bcounts[c];
-        counts[c] += bcounts[c];
+        atomicAdd(&counts[c], bcounts[c]);
     }
 }
