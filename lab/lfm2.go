@@ -182,24 +182,14 @@ func lfm2Run(args []string, stdout, stderr io.Writer) (err error) {
 	if err := lfm2.CheckTokens(m.Config(), 0, ids); err != nil {
 		return fmt.Errorf("the prompt's tokens do not fit the model (is tokenizer.json the model's?): %w", err)
 	}
-	text := tok.Stream()
-	start := time.Now()
-	var prefill time.Duration
-	err = m.Generate([][]int{ids}, *maxNew, lfm2.Sampling{Temperature: *temp, TopP: *topP, Seed: *seed}, func(step int, toks []int) error {
-		if step == 0 {
-			prefill = time.Since(start)
-		}
-		s, err := text.Next(toks[0])
-		fmt.Fprint(stdout, s)
-		return err
-	})
+	// The text streams as it is generated; the run ends early at a special
+	// token such as <|endoftext|>, where the model ends a file.
+	run, err := lfm2.StreamText(m, tok, *prompt, *maxNew, lfm2.Sampling{Temperature: *temp, TopP: *topP, Seed: *seed}, stdout)
 	if err != nil {
 		return err
 	}
-	decode := time.Since(start) - prefill
-	fmt.Fprintln(stdout, text.Flush())
-	fmt.Fprintf(stderr, "%s: prompt %d tokens in %v (%.1f tokens/s prefill); %d new tokens, decode %.1f tokens/s\n",
-		*device, len(ids), prefill.Round(time.Millisecond), float64(len(ids))/prefill.Seconds(), *maxNew, lfm2.PerSecond(*maxNew-1, decode))
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stderr, "%s: %s\n", *device, run)
 	return nil
 }
 

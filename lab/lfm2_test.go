@@ -2,13 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -161,6 +164,41 @@ func TestLFM2Run(t *testing.T) {
 	}
 	if !strings.Contains(errs, "prompt 3 tokens") || !strings.Contains(errs, "decode") {
 		t.Errorf("stderr %q: want the prefill and decode rates", errs)
+	}
+}
+
+// TestLFM2RunTrained: on the trained model, lab lfm2 run prints
+// transformers' greedy continuation of a prompt of greedy.json, up to the
+// first special token (where the model ends a file), and stops there.
+func TestLFM2RunTrained(t *testing.T) {
+	dir := filepath.Join("..", filepath.FromSlash(lfm2.TrainedDir))
+	tr, err := lfm2.LoadTrained(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skipf("no trained model at %s", dir)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := tr.Reference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := ref.Greedy[0]
+	cont := g.Continuation
+	end := slices.IndexFunc(cont, tr.Tokenizer.IsSpecial)
+	if end < 0 {
+		t.Fatalf("the greedy continuation of %q has no special token in its %d tokens: pick a prompt that ends", g.Text, len(cont))
+	}
+	want, err := tr.Tokenizer.Decode(cont[:end])
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errs := lab("lfm2", "run", "--model", dir, "--prompt", g.Text, "--max-new", strconv.Itoa(len(cont)))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if stdout != want+"\n" || !strings.Contains(errs, "stopped at special token") {
+		t.Errorf("after %q: stdout %q, want %q; stderr %q", g.Text, stdout, want+"\n", errs)
 	}
 }
 
