@@ -12,9 +12,10 @@
 # tests of several families are not named for CUDA) and not SANITIZE_SKIP (default: DiagnosisOnGPU,
 # which runs compute-sanitizer itself, and the tests named ...APIError, which make a CUDA call fail on
 # purpose) under compute-sanitizer, once per tool in SANITIZE_TOOLS (default: memcheck with its leak
-# check, racecheck, synccheck, initcheck), and prints a line per binary and tool with the errors the tool
-# counted (its "ERROR SUMMARY", summed over the processes it followed); "no-cuda" where the tests
-# passed without a CUDA call (the sanitizer then says "terminated before first instrumented API call").
+# check, racecheck, synccheck, initcheck; the tools run side by side), and prints a line per binary
+# and tool with the errors the tool counted (its "ERROR SUMMARY", summed over the processes it
+# followed); "no-cuda" where the tests passed without a CUDA call (the sanitizer then says
+# "terminated before first instrumented API call").
 # It exits non-zero if any tool counted an error or a binary failed. With $OUT set, each run's report
 # goes to $OUT/sanitize/<binary>.<tool>.log.
 #
@@ -62,12 +63,15 @@ if [[ "${1:-}" == --sanitize ]]; then
   read -r -a tools <<<"${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}"
   logs="${OUT:-$BIN}/sanitize"
   mkdir -p "$logs"
-  dirty=0
-  while read -r name rel <&3; do
-    [[ -n "$name" && "$name" =~ $ONLY ]] || continue
-    for tool in "${tools[@]}"; do
-      opts=(--tool "$tool")
-      [[ "$tool" == memcheck ]] && opts+=(--leak-check full)
+  # sanitize_with TOOL ARGS...: every binary's tests under one tool, a line per binary; fails if any
+  # binary counted an error or failed.
+  sanitize_with() {
+    local tool=$1 dirty=0 name rel log t0 rc errors state line
+    shift
+    local opts=(--tool "$tool")
+    [[ "$tool" == memcheck ]] && opts+=(--leak-check full)
+    while read -r name rel <&3; do
+      [[ -n "$name" && "$name" =~ $ONLY ]] || continue
       log="$logs/$name.$tool.log"
       t0=$(now)
       (cd "$BUNDLE/src/$rel" && "$sanitizer" "${opts[@]}" "$BIN/tests/$name.test" -test.count=1 \
@@ -84,10 +88,24 @@ if [[ "${1:-}" == --sanitize ]]; then
         state="FAIL (exit $rc)"
       fi
       [[ "$state" == ok || "$state" == no-cuda ]] || dirty=1
-      printf '%-8s %-10s %-40s %6d errors %8s\n' "$state" "$tool" "$name" "$errors" "$(elapsed_since "$t0")"
-      if [[ "$state" != ok && "$state" != no-cuda ]]; then grep -m 20 '^=========' "$log" | sed 's/^/    /'; fi
-    done
-  done 3<"$BUNDLE/MANIFEST"
+      # One write per binary (its line, and a failure's first report lines), so that the tools' lines
+      # do not mix.
+      line=$(printf '%-8s %-10s %-40s %6d errors %8s' "$state" "$tool" "$name" "$errors" "$(elapsed_since "$t0")")
+      if [[ "$state" != ok && "$state" != no-cuda ]]; then
+        line+=$'\n'$(grep -m 20 '^=========' "$log" | sed 's/^/    /')
+      fi
+      printf '%s\n' "$line"
+    done 3<"$BUNDLE/MANIFEST"
+    return "$dirty"
+  }
+  # The tools run side by side (each instruments its own processes), one binary after another each.
+  pids=()
+  for tool in "${tools[@]}"; do
+    sanitize_with "$tool" "$@" &
+    pids+=("$!")
+  done
+  dirty=0
+  for pid in "${pids[@]}"; do wait "$pid" || dirty=1; done
   exit "$dirty"
 fi
 
