@@ -11,12 +11,13 @@
 # cgo). GPULAB_ROOT is the checkout the bundle sits in (its parent folder); GPULAB_COMMIT is the commit
 # the bundle was built from, so that records and the stamp name it. It then runs
 #
-#   lab nbrun NOTEBOOK... --stamp --out DIR --log DIR/kernel.log
+#   lab nbrun NOTEBOOK... --stamp --out DIR --log KERNEL_LOG
 #
 # (the stamp: commit, date, host and devices, as the first output of each notebook's first code cell)
 # with DIR = $OUT/executed when $OUT is set, else .build/executed in the checkout; lab's own report
-# goes to DIR/nbrun.log too. NB_TIMEOUT (seconds, default 900) limits each cell. Every other variable
-# reaches the notebooks (GPULAB_SIZES=..., GPULAB_DEVICES=...). Exits non-zero if a notebook failed.
+# goes to DIR/nbrun.log, and the kernels' log after it. NB_TIMEOUT (seconds, default 900) limits each
+# cell. Every other variable reaches the notebooks (GPULAB_SIZES=..., GPULAB_DEVICES=...). Exits
+# non-zero if a notebook failed.
 set -euo pipefail
 
 BUNDLE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
@@ -53,7 +54,10 @@ mkdir -p "$DIR"
 echo "$(go version); executing ${#notebooks[@]} notebooks into $DIR"
 cd "$ROOT"
 set +e
-lab nbrun "${notebooks[@]}" --stamp --out "$DIR" --timeout "${NB_TIMEOUT:-900}s" --log "$DIR/kernel.log" 2>&1 |
+lab nbrun "${notebooks[@]}" --stamp --out "$DIR" --timeout "${NB_TIMEOUT:-900}s" --log "$TMP/kernel.log" 2>&1 |
   tee "$DIR/nbrun.log"
 status=${PIPESTATUS[0]}
+# The kernels' log goes at the end of nbrun.log: the device runner returns at most 8 files, and the
+# seven notebooks and nbrun.log are eight.
+{ echo; echo "=== the kernels' log (lab nbrun --log)"; cat "$TMP/kernel.log" 2>/dev/null; } >>"$DIR/nbrun.log"
 exit "$status"
