@@ -5,6 +5,7 @@
 #   .gpu/run.sh                              every test binary, verbose
 #   .gpu/run.sh -test.run GEMM -test.bench . extra arguments go to every binary
 #   ONLY=engine-cuda .gpu/run.sh             only binaries whose name matches the regexp
+#   JOBS=6 .gpu/run.sh                       six binaries at once (the slowest first: LONG_FIRST)
 #   .gpu/run.sh --unpack-only [DIR]          just unpack lab, bwrap and tests/*.test into DIR (default .gpu)
 #   .gpu/run.sh --sanitize [ARGS...]         every binary's tests under compute-sanitizer (below)
 #
@@ -113,36 +114,80 @@ if [[ -n "${OUT:-}" ]]; then
   mkdir -p "$OUT"
   : >"$OUT/gpu-tests.log"
 fi
+JOBS="${JOBS:-1}"
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: JOBS=$JOBS: want a positive number of binaries at once" >&2; exit 2; }
+names=()
+rels=()
+while read -r name rel <&3; do
+  [[ -n "$name" && "$name" =~ $ONLY ]] || continue
+  names+=("$name")
+  rels+=("$rel")
+done 3<"$BUNDLE/MANIFEST"
+
+# run_binary I: runs binary I with -test.v; its output goes to $BIN/NAME.log (to the terminal when it
+# streams: one binary at a time and no $OUT), its exit status to NAME.rc, its wall time to NAME.took.
+run_binary() {
+  local name=${names[$1]} t0
+  t0=$(now)
+  if [[ -z "${OUT:-}" ]] && ((JOBS == 1)); then
+    echo "=== $name"
+    (cd "$BUNDLE/src/${rels[$1]}" && "$BIN/tests/$name.test" -test.v -test.count=1 "$@") </dev/null
+  else
+    (cd "$BUNDLE/src/${rels[$1]}" && "$BIN/tests/$name.test" -test.v -test.count=1 "$@") </dev/null >"$BIN/$name.log" 2>&1
+  fi
+  echo "$?" >"$BIN/$name.rc"
+  elapsed_since "$t0" >"$BIN/$name.took"
+}
+
+# report I: binary I's PASS/FAIL line, and with $OUT its section of gpu-tests.log (and its tail here
+# if it failed).
 passed=0
 failed=0
 lines=()
-START=$(now)
-while read -r name rel <&3; do
-  [[ -n "$name" ]] || continue
-  [[ "$name" =~ $ONLY ]] || continue
-  bin="$BIN/tests/$name.test"
-  t0=$(now)
-  if [[ -n "${OUT:-}" ]]; then
-    (cd "$BUNDLE/src/$rel" && "$bin" -test.v -test.count=1 "$@") </dev/null >"$BIN/$name.log" 2>&1
-  else
-    echo "=== $name"
-    (cd "$BUNDLE/src/$rel" && "$bin" -test.v -test.count=1 "$@") </dev/null
-  fi
-  rc=$?
+report() {
+  local name=${names[$1]} rc took line
+  rc=$(cat "$BIN/$name.rc")
+  took=$(cat "$BIN/$name.took")
   if ((rc == 0)); then
-    line="$(printf 'PASS  %-40s %8s' "$name" "$(elapsed_since "$t0")")"
+    line="$(printf 'PASS  %-40s %8s' "$name" "$took")"
     passed=$((passed + 1))
   else
-    line="$(printf 'FAIL  %-40s %8s  (exit %d)' "$name" "$(elapsed_since "$t0")" "$rc")"
+    line="$(printf 'FAIL  %-40s %8s  (exit %d)' "$name" "$took" "$rc")"
     failed=$((failed + 1))
   fi
   echo "$line"
   lines+=("$line")
-  if [[ -n "${OUT:-}" ]]; then
-    { echo "=== $name: $line"; cat "$BIN/$name.log"; echo; } >>"$OUT/gpu-tests.log"
+  if [[ -f "$BIN/$name.log" ]]; then
+    if [[ -n "${OUT:-}" ]]; then { echo "=== $name: $line"; cat "$BIN/$name.log"; echo; } >>"$OUT/gpu-tests.log"; fi
     if ((rc != 0)); then tail -n 40 "$BIN/$name.log" | sed 's/^/    /'; fi
   fi
-done 3<"$BUNDLE/MANIFEST"
+}
+
+START=$(now)
+if ((JOBS == 1)); then
+  for i in "${!names[@]}"; do
+    run_binary "$i" "$@"
+    report "$i"
+  done
+else
+  # JOBS binaries at once, the slowest known first (LONG_FIRST, a regexp of names), so that the run
+  # lasts about as long as its longest binary; the lines come in MANIFEST order at the end.
+  long_first="${LONG_FIRST:-^gpulab-(lab|engine-exercise|engine-gemm|engine-sparse|engine-warps)$}"
+  order=()
+  for i in "${!names[@]}"; do [[ "${names[$i]}" =~ $long_first ]] && order+=("$i"); done
+  for i in "${!names[@]}"; do [[ "${names[$i]}" =~ $long_first ]] || order+=("$i"); done
+  running=0
+  for i in "${order[@]}"; do
+    if ((running >= JOBS)); then
+      wait -n
+      running=$((running - 1))
+    fi
+    run_binary "$i" "$@" &
+    running=$((running + 1))
+  done
+  wait
+  for i in "${!names[@]}"; do report "$i"; done
+fi
 
 result="gpu-bundle: $passed passed, $failed failed"
 echo "total $(elapsed_since "$START")"
