@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strconv"
@@ -90,6 +91,18 @@ func TestCPUPeaksKept(t *testing.T) {
 	cpuBW.Unlock()
 	if p := cpuBandwidth(); strings.HasPrefix(p.Model, "another") {
 		t.Errorf("used another CPU's figure: %+v", p)
+	}
+	// A figure kept without the method (measured from an unwritten source,
+	// by an earlier version) is measured again.
+	old := first
+	old.GBps, old.Method = 1e6, ""
+	data, _ = json.Marshal(old)
+	os.WriteFile(CPUPeaksPath(), data, 0o644)
+	cpuBW.Lock()
+	cpuBW.kept = nil
+	cpuBW.Unlock()
+	if p := cpuBandwidth(); p.GBps == 1e6 || p.Method != cpuCopyMethod {
+		t.Errorf("used a figure kept without the method: %+v", p)
 	}
 }
 
