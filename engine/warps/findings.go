@@ -38,12 +38,15 @@ const (
 	holds       = "holds"
 	partly      = "holds in part"
 	doesNotHold = "does not hold"
+	// untestable: the device changed more than the claim's one thing, so
+	// the run cannot judge it.
+	untestable = "cannot be tested here"
 )
 
 // finding is what one device's records say about one claim.
 type finding struct {
 	measured string // what was measured, with the figures
-	verdict  string // holds, partly or doesNotHold
+	verdict  string // holds, partly, doesNotHold or untestable
 	why      string // what the figures mean for the claim
 	key      string // the figures the verdict rests on, for the summary
 }
@@ -413,6 +416,8 @@ func judgeHint(recs []bench.Record) (finding, bool) {
 		f.verdict, f.why = holds, "declaring the size made some launches faster and none slower."
 	case faster == 0 && slowerN == 0:
 		f.verdict, f.why = doesNotHold, "declaring the size changed nothing measurable."
+	case faster == 0:
+		f.verdict, f.why = doesNotHold, "declaring the size made no launch faster, and some slower."
 	default:
 		f.verdict, f.why = partly, "declaring the size helped some launches and slowed others."
 	}
@@ -443,7 +448,7 @@ func judgeBarrier(recs []bench.Record) (finding, bool) {
 	smallCosts, largeCosts := slower(small.bar, small.nobar), slower(large.bar, large.nobar)
 	switch {
 	case allFaster:
-		f.verdict, f.why = doesNotHold, "the kernel was faster with barriers than without, at every size."
+		f.verdict, f.why = untestable, "the kernel was faster with barriers than without, at every size: with barriers the compiler built a different kernel, so the difference is not what a barrier costs."
 	case !smallCosts && largeCosts:
 		f.verdict, f.why = holds, fmt.Sprintf("a barrier in a group of %d cost nothing measurable, and one in a group of %d did.", small.local, large.local)
 	case !smallCosts:
