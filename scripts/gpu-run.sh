@@ -13,12 +13,20 @@
 # tests of several families are not named for CUDA) and not SANITIZE_SKIP (default: DiagnosisOnGPU,
 # which runs compute-sanitizer itself, and the tests named ...APIError, which make a CUDA call fail on
 # purpose) under compute-sanitizer, once per tool in SANITIZE_TOOLS (default: memcheck with its leak
-# check, racecheck, synccheck, initcheck; the tools run side by side), and prints a line per binary
-# and tool with the errors the tool counted (its "ERROR SUMMARY", summed over the processes it
-# followed); "no-cuda" where the tests passed without a CUDA call (the sanitizer then says
-# "terminated before first instrumented API call").
-# It exits non-zero if any tool counted an error or a binary failed. With $OUT set, each run's report
-# goes to $OUT/sanitize/<binary>.<tool>.log.
+# check, racecheck, synccheck, initcheck), and prints a line per binary and tool with the errors the
+# tool counted (its "ERROR SUMMARY", summed over the processes it followed); "no-cuda" where the
+# tests passed without a CUDA call (the sanitizer then says "terminated before first instrumented
+# API call"). Knobs:
+#   SANITIZE_EACH     a regexp of binaries whose tests run one process each (default: none), so that
+#                     one binary's slow tests share the GPU side by side and a report names its test
+#   SANITIZE_JOBS     processes at once (default: the CPU count)
+#   SANITIZE_TIMEOUT  seconds one process may run (default: no limit); one killed reads TIMEOUT
+#   SANITIZE_EXCLUDE  compute-sanitizer filters of kernels not to check (default: kns=cusparse:
+#                     NVIDIA's cuSPARSE kernels, the peer the sparse lessons time against; racecheck
+#                     reports hazards inside its csrmv kernels, which are not ours to fix)
+# A failing line is followed by the test in which the first report came and its first lines.
+# It exits non-zero if any tool counted an error or a test failed. With $OUT set, each run's report
+# goes to $OUT/sanitize/<binary>.<tool>[.<test>].log.
 #
 # It first unpacks bin.tar.xz into a temporary directory, removed at exit.
 # Each binary runs with -test.v -test.count=1 in its package's directory in the bundle (where its
@@ -62,51 +70,96 @@ if [[ "${1:-}" == --sanitize ]]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   [[ -x "$sanitizer" ]] || { echo "run.sh --sanitize: no compute-sanitizer on PATH or in /usr/local/cuda/bin" >&2; exit 1; }
   read -r -a tools <<<"${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}"
+  read -r -a excludes <<<"${SANITIZE_EXCLUDE-kns=cusparse}"
+  each="${SANITIZE_EACH:-^$}"
+  jobs="${SANITIZE_JOBS:-$(nproc)}"
+  limit="${SANITIZE_TIMEOUT:-0}"
   logs="${OUT:-$BIN}/sanitize"
-  mkdir -p "$logs"
-  # sanitize_with TOOL ARGS...: every binary's tests under one tool, a line per binary; fails if any
-  # binary counted an error or failed.
-  sanitize_with() {
-    local tool=$1 dirty=0 name rel log t0 rc errors state line
+  mkdir -p "$logs" "$BIN/units"
+  # Units of work: "tool binary dir test" (test "." for all of the binary's tests at once).
+  units=()
+  while read -r name rel <&3; do
+    [[ -n "$name" && "$name" =~ $ONLY ]] || continue
+    tests=(.)
+    if [[ "$name" =~ $each ]]; then
+      mapfile -t tests < <(cd "$BUNDLE/src/$rel" && "$BIN/tests/$name.test" -test.list "${SANITIZE_RUN:-.}" |
+        grep -E '^(Test|Fuzz)' | grep -Ev "${SANITIZE_SKIP:-DiagnosisOnGPU|APIError}")
+    fi
+    for tool in "${tools[@]}"; do
+      for t in "${tests[@]}"; do units+=("$tool $name $rel $t"); done
+    done
+  done 3<"$BUNDLE/MANIFEST"
+  # sanitize_unit I ARGS...: runs unit I; writes "errors state seconds" to units/I and its log.
+  sanitize_unit() {
+    local i=$1 tool name rel t log t0 rc errors state run opts
+    read -r tool name rel t <<<"${units[$i]}"
     shift
-    local opts=(--tool "$tool")
+    log="$logs/$name.$tool.log"
+    run="${SANITIZE_RUN:-.}"
+    if [[ "$t" != . ]]; then log="$logs/$name.$tool.$t.log" run="^$t\$"; fi
+    opts=(--tool "$tool" --print-limit 100)
     [[ "$tool" == memcheck ]] && opts+=(--leak-check full)
+    for x in "${excludes[@]}"; do opts+=(--kernel-name-exclude "$x"); done
+    t0=$(now)
+    (cd "$BUNDLE/src/$rel" && timeout -k 10 "$limit" "$sanitizer" "${opts[@]}" "$BIN/tests/$name.test" -test.v -test.count=1 \
+      -test.timeout 0 -test.run "$run" -test.skip "${SANITIZE_SKIP:-DiagnosisOnGPU|APIError}" "$@") </dev/null >"$log" 2>&1
+    rc=$?
+    # "ERROR SUMMARY: N errors" per process; not its "N errors were not printed" past the print limit.
+    errors=$(awk '/ERROR SUMMARY: [0-9]+ errors?$/ { n += $4 } END { print n + 0 }' "$log")
+    state=ok
+    if ((errors > 0)); then
+      state=ERRORS
+    elif ((rc == 124 || rc == 137)); then
+      state=TIMEOUT
+    elif grep -q '^PASS$' "$log" && grep -q 'terminated before first instrumented API call' "$log"; then
+      state=no-cuda # the tests passed without a CUDA call, so there was nothing to check
+    elif ((rc != 0)); then
+      state="FAIL"
+    fi
+    echo "$errors $state $(elapsed_since "$t0") $log" >"$BIN/units/$i"
+  }
+  running=0
+  for i in "${!units[@]}"; do
+    if ((running >= jobs)); then
+      wait -n
+      running=$((running - 1))
+    fi
+    sanitize_unit "$i" "$@" &
+    running=$((running + 1))
+  done
+  wait
+  # A line per binary and tool: errors summed over its units, the worst state, the slowest unit's
+  # time (units run side by side); then each failing unit's test and first report lines.
+  dirty=0
+  for tool in "${tools[@]}"; do
     while read -r name rel <&3; do
       [[ -n "$name" && "$name" =~ $ONLY ]] || continue
-      log="$logs/$name.$tool.log"
-      t0=$(now)
-      (cd "$BUNDLE/src/$rel" && "$sanitizer" "${opts[@]}" "$BIN/tests/$name.test" -test.count=1 \
-        -test.run "${SANITIZE_RUN:-.}" -test.skip "${SANITIZE_SKIP:-DiagnosisOnGPU|APIError}" "$@") </dev/null >"$log" 2>&1
-      rc=$?
-      errors=$(awk '/ERROR SUMMARY: [0-9]+ error/ { n += $4 } END { print n + 0 }' "$log")
-      # "no-cuda": the tests passed without a CUDA call, so there was nothing to check.
-      state=ok
-      if ((errors > 0)); then
-        state=ERRORS
-      elif grep -q '^PASS$' "$log" && grep -q 'terminated before first instrumented API call' "$log"; then
-        state=no-cuda
-      elif ((rc != 0)); then
-        state="FAIL (exit $rc)"
-      fi
-      [[ "$state" == ok || "$state" == no-cuda ]] || dirty=1
-      # One write per binary (its line, and a failure's first report lines), so that the tools' lines
-      # do not mix.
-      line=$(printf '%-8s %-10s %-40s %6d errors %8s' "$state" "$tool" "$name" "$errors" "$(elapsed_since "$t0")")
-      if [[ "$state" != ok && "$state" != no-cuda ]]; then
-        line+=$'\n'$(grep -m 20 '^=========' "$log" | sed 's/^/    /')
-      fi
-      printf '%s\n' "$line"
+      sum=0 state=no-cuda slowest=0 bad=()
+      for i in "${!units[@]}"; do
+        read -r ut un _ _ <<<"${units[$i]}"
+        [[ "$ut" == "$tool" && "$un" == "$name" ]] || continue
+        read -r errors ustate took log <"$BIN/units/$i"
+        sum=$((sum + errors))
+        slowest=$(awk -v a="$slowest" -v b="${took%s}" 'BEGIN { print (b > a) ? b : a }')
+        case "$ustate" in
+          ok) [[ "$state" == no-cuda ]] && state=ok ;;
+          no-cuda) ;;
+          *) state="$ustate" bad+=("$log") ;;
+        esac
+      done
+      printf '%-8s %-10s %-40s %6d errors %7ss\n' "$state" "$tool" "$name" "$sum" "$slowest"
+      [[ "$state" == ok || "$state" == no-cuda ]] && continue
+      dirty=1
+      for log in "${bad[@]}"; do
+        # The test running when the first report came: the last "=== RUN" line before it.
+        awk -v f="$log" '/^=== RUN/ { t = $3 } /^========= [A-Z]/ && !/COMPUTE-SANITIZER|ERROR SUMMARY/ && !shown {
+          printf "    %s, in %s:\n", f, (t == "" ? "its tests" : t); shown = 1 }
+          shown && /^=========/ && n < 12 { print "    " $0; n++ }
+          END { if (!shown) { printf "    %s: no report; its tail:\n", f; exit 1 } }' "$log" ||
+          tail -n 15 "$log" | sed 's/^/    /'
+      done
     done 3<"$BUNDLE/MANIFEST"
-    return "$dirty"
-  }
-  # The tools run side by side (each instruments its own processes), one binary after another each.
-  pids=()
-  for tool in "${tools[@]}"; do
-    sanitize_with "$tool" "$@" &
-    pids+=("$!")
   done
-  dirty=0
-  for pid in "${pids[@]}"; do wait "$pid" || dirty=1; done
   exit "$dirty"
 fi
 
