@@ -26,7 +26,7 @@
 #                     reports hazards inside its csrmv kernels, which are not ours to fix)
 # A failing line is followed by the test in which the first report came and its first lines.
 # It exits non-zero if any tool counted an error or a test failed. With $OUT set, each run's report
-# goes to $OUT/sanitize/<binary>.<tool>[.<test>].log.
+# goes to $OUT/sanitize/<binary>.<tool>[.<test>].log, and a line per process to units.txt there.
 #
 # It first unpacks bin.tar.xz into a temporary directory, removed at exit.
 # Each binary runs with -test.v -test.count=1 in its package's directory in the bundle (where its
@@ -128,6 +128,12 @@ if [[ "${1:-}" == --sanitize ]]; then
     running=$((running + 1))
   done
   wait
+  # Every unit's result, for finding the slow tests: $OUT/sanitize/units.txt.
+  for i in "${!units[@]}"; do
+    read -r tool name _ t <<<"${units[$i]}"
+    read -r errors state took _ <"$BIN/units/$i"
+    printf '%s %s %s %s %s %s\n' "$tool" "$name" "$t" "$errors" "$state" "$took"
+  done >"$logs/units.txt"
   # A line per binary and tool: errors summed over its units, the worst state, the slowest unit's
   # time (units run side by side); then each failing unit's test and first report lines.
   dirty=0
