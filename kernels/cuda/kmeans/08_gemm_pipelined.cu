@@ -1,22 +1,25 @@
 // k-means step 08 — the GEMM assignment with the GEMM ladder's late steps:
 // a cp.async pipeline, 8×KT register tiles, and |x|² computed once.
 //
-// Idea: step 04 reaches about a third of the FP32 peak. Three changes:
+// Idea: step 04 stages its tiles through registers, gives each thread
+// 4 points × 8 centers, pads K to 32 centers, and computes |x|² again at
+// every assignment. Three changes:
 // - The tiles flow through a cp.async pipeline (pipeline.cuh): row-major,
 //   read as float4 along the dimensions, with no transposition and no
-//   staging in registers. The host picks 2 stages of 32 dimensions: on an
-//   H100, 8-dimension stages (32 bytes per row) reached only 1.9 TB/s.
+//   staging in registers. The host picks 2 stages of 32 dimensions, so each
+//   copy moves 128 bytes of a row, a whole cache line; stages of 8
+//   dimensions would move 32-byte pieces.
 // - Each thread keeps 8 points × KT centers in registers (step 04: 4 × 8):
 //   per 4 dimensions, 8 + KT shared float4 loads feed 32·KT FMAs.
 // - KT is a compile-time constant chosen from K by the host (NVRTC compiles
 //   at run time, so the kernel can be specialized for the K at hand): K = 25
-//   gives KT = 7, a tile of 28 centers, where step 04 computes 32 (22% of its
-//   FMAs were for padding).
+//   gives KT = 7, a tile of 28 centers, where step 04 computes 32 (7 of its
+//   32 centers are padding).
 // |x|² does not change between iterations: row_norms computes it once,
 // instead of every assignment.
 // Traffic: X once per KTILE centers, as in step 04; nothing else.
-// Cost: STAGES·(512 + KTILE)·(BK + 4)·4 bytes of shared memory (156 KiB:
-// one block per SM), and a compile per K.
+// Cost: STAGES·(512 + KTILE)·(BK + 4)·4 bytes of shared memory (for K = 25,
+// 2·540·36·4 bytes, about 152 KiB: one block per SM), and a compile per K.
 #ifndef KT
 #define KT 8  // centers per thread (the host passes it)
 #endif

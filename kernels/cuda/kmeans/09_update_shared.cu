@@ -16,11 +16,12 @@
 // The same pass also measures the inertia exactly: it has x[i][j] in hand,
 // so it adds (x[i][j] - c[labels[i]][j])², with the centers of the
 // assignment: the thread's column of them sits in shared memory next to its
-// column of the table (from L1 instead, the inertia cost 0.6 ms of 2.9 on
-// an H100). The GEMM form of steps 08 and 10 is accurate enough to rank
-// centers, but |x|² + |c|² - 2·x·c cancels badly for a point near its
-// center, and on tensor cores (3xTF32) the distances it gives are off by
-// up to 10⁻³ relatively. Here they never enter the inertia.
+// column of the table, so the inertia adds a shared load per element and
+// no global one. The GEMM form of steps 08 and 10 is accurate enough to
+// rank centers, but |x|² + |c|² - 2·x·c cancels badly for a point near its
+// center: its rounding grows with |x|² + |c|², not with the distance, and
+// on tensor cores (3xTF32) the split adds its own. Here those distances
+// never enter the inertia.
 // Traffic: X once, streamed; labels and centers from L1/L2.
 // Cost: 2·K·blockDim.x·4 bytes of shared memory: blockDim.x shrinks as K
 // grows (the host picks it); a shared load, a subtraction and an FMA per
