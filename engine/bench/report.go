@@ -183,8 +183,42 @@ func Commit() string {
 // served: it is marked as effective bandwidth (effectiveMark, explained
 // under the table) and left out of the roof. A FLOP rate above the peak
 // is beyond what any cache can help with: the time is wrong, and the
-// share is marked as a measurement error (impossibleMark).
+// share is marked as a measurement error (impossibleMark). The "vs"
+// column names what it compares with (sharedBaseline).
 var tableHeader = []string{"suite", "device", "size", "variant", "median ms", "GB/s", "GFLOP/s", "% roof", "vs baseline", "max rel err", "ok"}
+
+// vsColumn is the index of the "vs" column in tableHeader.
+const vsColumn = 8
+
+// sharedBaseline is the baseline that every record of recs compared with
+// one names, or "" when they name different ones (or none does). A table
+// with one baseline names it in the header ("vs naive"); a table whose
+// rows compare with different ones says "vs baseline" and names each
+// row's in its cell ("3.06x naive"), so that no ratio is read against the
+// wrong reference.
+func sharedBaseline(recs []Record) string {
+	base := ""
+	for _, r := range recs {
+		if r.Speedup == 0 || r.Baseline == "" {
+			continue
+		}
+		if base != "" && r.Baseline != base {
+			return ""
+		}
+		base = r.Baseline
+	}
+	return base
+}
+
+// header is tableHeader for recs, with the "vs" column named after their
+// shared baseline when they have one; quote wraps the name.
+func header(recs []Record, quote string) []string {
+	h := slices.Clone(tableHeader)
+	if base := sharedBaseline(recs); base != "" {
+		h[vsColumn] = "vs " + quote + base + quote
+	}
+	return h
+}
 
 // effectiveMark follows a byte rate above the DRAM peak; impossibleMark
 // follows a share of the compute peak above 100%.
@@ -193,7 +227,8 @@ const (
 	impossibleMark = " ✗"
 )
 
-func tableRow(r Record) []string {
+// tableRow is a record's row in a table of baseline shared (sharedBaseline).
+func tableRow(r Record, shared string) []string {
 	ok := "ok"
 	if !r.OK {
 		ok = "FAIL"
@@ -209,7 +244,7 @@ func tableRow(r Record) []string {
 		pct += impossibleMark
 	}
 	return []string{r.Suite, r.Device, r.Size, r.Variant, num(r.MedianMS, 4), gbps, num(r.GFLOPS, 1),
-		pct, speedup(r), fmt.Sprintf("%.2g", r.MaxRelErr), ok}
+		pct, speedup(r, shared), fmt.Sprintf("%.2g", r.MaxRelErr), ok}
 }
 
 // effective says whether a record's byte rate is above the DRAM peak.
@@ -246,9 +281,10 @@ func writeNotes(b *strings.Builder, recs []Record) {
 func Table(recs []Record) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, strings.Join(tableHeader, "\t")+"\t")
+	fmt.Fprintln(w, strings.Join(header(recs, ""), "\t")+"\t")
+	shared := sharedBaseline(recs)
 	for _, r := range recs {
-		fmt.Fprintln(w, strings.Join(tableRow(r), "\t")+"\t")
+		fmt.Fprintln(w, strings.Join(tableRow(r, shared), "\t")+"\t")
 	}
 	w.Flush()
 	writeNotes(&b, recs)
@@ -259,9 +295,10 @@ func Table(recs []Record) string {
 // Markdown formats records as a Markdown table (for notebooks and docs/).
 func Markdown(recs []Record) string {
 	var b strings.Builder
-	b.WriteString("| " + strings.Join(tableHeader, " | ") + " |\n|" + strings.Repeat(" ---: |", len(tableHeader)) + "\n")
+	b.WriteString("| " + strings.Join(header(recs, "`"), " | ") + " |\n|" + strings.Repeat(" ---: |", len(tableHeader)) + "\n")
+	shared := sharedBaseline(recs)
 	for _, r := range recs {
-		b.WriteString("| " + strings.Join(tableRow(r), " | ") + " |\n")
+		b.WriteString("| " + strings.Join(tableRow(r, shared), " | ") + " |\n")
 	}
 	writeNotes(&b, recs)
 	writeErrors(&b, recs)
@@ -290,12 +327,17 @@ func pctStr(v float64) string {
 	return fmt.Sprintf("%.1f%%", v)
 }
 
-func speedup(r Record) string {
-	if r.Speedup == 0 {
+// speedup is a record's cell of the "vs" column: its ratio to its
+// baseline, followed by the baseline's name unless the table's header
+// names it (shared).
+func speedup(r Record, shared string) string {
+	switch {
+	case r.Speedup == 0:
 		return "-"
-	}
-	if r.Variant == r.Baseline {
+	case r.Variant == r.Baseline:
 		return "(baseline)"
+	case r.Baseline != shared:
+		return fmt.Sprintf("%.2fx %s", r.Speedup, r.Baseline)
 	}
 	return fmt.Sprintf("%.2fx", r.Speedup)
 }

@@ -84,3 +84,39 @@ func TestBeyondComputePeak(t *testing.T) {
 		t.Errorf("no record beyond the peak, yet a mark:\n%s", md)
 	}
 }
+
+// TestBaselineNamed: a table whose rows compare with one baseline names it
+// in the header; one whose rows compare with different baselines names
+// each row's in its cell, and no ratio is left without its reference.
+func TestBaselineNamed(t *testing.T) {
+	rec := func(variant, base string, speedup float64) Record {
+		return Record{Suite: "s", Variant: variant, Baseline: base, Speedup: speedup, MedianMS: 1, OK: true}
+	}
+	for _, tc := range []struct {
+		name       string
+		recs       []Record
+		header     string
+		cells, not []string
+	}{
+		{"one baseline", []Record{rec("naive", "naive", 1), rec("shared", "naive", 3.06), rec("failed", "", 0)},
+			"| vs `naive` |", []string{"| (baseline) |", "| 3.06x |", "| - |"}, []string{"3.06x naive"}},
+		{"several", []Record{rec("assign", "naive", 3.06), rec("assign_x2", "assign", 1.79), rec("fit", "fit", 1)},
+			"| vs baseline |", []string{"| 3.06x naive |", "| 1.79x assign |", "| (baseline) |"}, nil},
+		{"none", []Record{rec("a", "", 0)}, "| vs baseline |", []string{"| - |"}, nil},
+	} {
+		md := Markdown(tc.recs)
+		for _, want := range append([]string{tc.header}, tc.cells...) {
+			if !strings.Contains(md, want) {
+				t.Errorf("%s: lacks %q:\n%s", tc.name, want, md)
+			}
+		}
+		for _, bad := range tc.not {
+			if strings.Contains(md, bad) {
+				t.Errorf("%s: has %q:\n%s", tc.name, bad, md)
+			}
+		}
+	}
+	if tab := Table([]Record{rec("naive", "naive", 1), rec("shared", "naive", 3.06)}); !strings.Contains(tab, "vs naive") {
+		t.Errorf("text table without its baseline:\n%s", tab)
+	}
+}
