@@ -3,6 +3,7 @@ package nb
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"gpulab/engine/bench"
@@ -48,15 +49,37 @@ func ShowKernels(f kernels.Family, dir, prefix string) {
 }
 
 // RecordedMarkdown is a captioned table of records kept in docs/results:
-// the device, the commit and the date that the records carry, and the
-// command that produced them.
+// the devices, the commit and the date that the records carry, and the
+// command that produced them. Rows that ran on different devices (the CPU
+// next to a GPU, one GPU next to several) name each of them; a commit
+// with uncommitted changes (-dirty) is said to be one; records of several
+// commits, which are not one run, say so.
 func RecordedMarkdown(recs []bench.Record, command string) string {
 	if len(recs) == 0 {
 		return "*(no recorded run)*"
 	}
-	r := recs[0]
-	date, _, _ := strings.Cut(r.Date, "T")
-	return fmt.Sprintf("*Recorded on %s (`%s`), commit `%s`, %s, with `%s`:*\n\n%s", r.DeviceName, r.Device, r.Commit, date, command, bench.Markdown(recs))
+	var devices, commits []string
+	for _, r := range recs {
+		devices = appendNew(devices, fmt.Sprintf("%s (`%s`)", r.DeviceName, r.Device))
+		commits = appendNew(commits, "`"+r.Commit+"`")
+	}
+	commit := "commit " + commits[0]
+	if len(commits) > 1 {
+		commit = "commits " + strings.Join(commits, ", ") + " (rows of several runs)"
+	}
+	if len(commits) == 1 && strings.HasSuffix(recs[0].Commit, "-dirty") {
+		commit += " (built with uncommitted changes: not exactly that commit's code)"
+	}
+	date, _, _ := strings.Cut(recs[0].Date, "T")
+	return fmt.Sprintf("*Recorded on %s, %s, %s, with `%s`:*\n\n%s", strings.Join(devices, " and "), commit, date, command, bench.Markdown(recs))
+}
+
+// appendNew appends s to list unless list has it.
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }
 
 // ShowRecorded reads docs/results/name, keeps the records keep accepts

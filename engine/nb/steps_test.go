@@ -36,4 +36,23 @@ func TestRecordedMarkdown(t *testing.T) {
 	if len(MeasuredFigures(strings.SplitN(md, "\n", 2)[0])) != 0 {
 		t.Errorf("the caption types a figure: %s", md)
 	}
+	cpu, two := recs[0], recs[0]
+	cpu.Device, cpu.DeviceName = "cpu", "the host's CPU"
+	two.Device, two.DeviceName = "cuda:0,cuda:1", "2 × NVIDIA H200"
+	dirty := recs[0]
+	dirty.Commit = "abc123-dirty"
+	other := recs[0]
+	other.Commit = "def456"
+	for _, tc := range []struct {
+		recs []bench.Record
+		want string
+	}{
+		{[]bench.Record{cpu, recs[0], recs[0], two}, "*Recorded on the host's CPU (`cpu`) and NVIDIA H200 (`cuda:0`) and 2 × NVIDIA H200 (`cuda:0,cuda:1`), commit `abc123`, 2026-11-21,"},
+		{[]bench.Record{dirty}, "commit `abc123-dirty` (built with uncommitted changes: not exactly that commit's code), 2026-11-21"},
+		{[]bench.Record{recs[0], other}, "commits `abc123`, `def456` (rows of several runs), 2026-11-21"},
+	} {
+		if md := RecordedMarkdown(tc.recs, "lab bench"); !strings.Contains(strings.SplitN(md, "\n", 2)[0], tc.want) {
+			t.Errorf("want a caption with %q, got:\n%s", tc.want, md)
+		}
+	}
 }
