@@ -1,8 +1,11 @@
 package kmeans
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -79,19 +82,58 @@ func InitStory(x *Matrix, truth func(int) int, names []string, runs []*Result) s
 // (docs/kmeans.md).
 type RecordedRun struct{ File, Command string }
 
-// The recorded runs at the seed's size, 1M × 1536 and K = 25.
+// The recorded runs at the seed's size, 1M × 1536 and K = 25, newest first.
+// Each section of the lesson shows one of them, with one caption (Pick):
+// the H100 runs, one in-memory ladder of every variant and one streamed
+// run, once clean records of them are in docs/results; until then the
+// older, partial H200 runs. (The h100-kmeans-cuda.json of an earlier
+// session was built with uncommitted changes, so Pick passes it over until
+// the ladder's command replaces it.)
 var (
-	H200Ladder = RecordedRun{"h200-kmeans-cuda.json",
-		"lab bench kmeans --device cuda:0 --size blobs:n=1000000,d=1536,k=25,iters=5 --reps 2 --warmup 1 --min-time 1ms"}
-	H200Stream = RecordedRun{"h200-kmeans-stream.json",
-		"lab bench kmeans --device cuda:0 --size blobs:n=1000000,d=1536,k=25,iters=5,batch=131072 --variants block_per_point,gemm_atomic,gemm_sorted,fused --reps 2 --warmup 1 --min-time 1ms"}
-	H200TensorCores = RecordedRun{"h200-kmeans-3xtf32.json",
-		"lab bench kmeans --device cuda:0 --size blobs:n=1000000,d=1536,k=25,iters=5 --variants gemm_sorted,tensor_3xtf32 --reps 3 --warmup 1 --min-time 1ms"}
-	H200TensorCoresStream = RecordedRun{"h200-kmeans-3xtf32-stream.json",
-		"lab bench kmeans --device cuda:0 --size blobs:n=1000000,d=1536,k=25,iters=3,batch=131072 --variants tensor_3xtf32 --reps 2 --warmup 1 --min-time 1ms"}
-	H100Pipeline = RecordedRun{"h100-kmeans-cuda.json",
-		"lab bench kmeans --device cuda:0 --size blobs:n=1000000,d=1536,k=25,iters=5 --variants gemm_sorted,gemm_pipelined,tensor_3xtf32 --reps 3 --warmup 1 --min-time 1ms"}
+	LadderRuns = []RecordedRun{
+		{"h100-kmeans-cuda.json", "lab bench kmeans --device cuda:0 --size blobs:n=1000000,d=1536,k=25,iters=5 --reps 3 --warmup 1 --min-time 1ms"},
+		{"h200-kmeans-3xtf32.json", "lab bench kmeans --device cuda:0 --size blobs:n=1000000,d=1536,k=25,iters=5 --variants gemm_sorted,tensor_3xtf32 --reps 3 --warmup 1 --min-time 1ms"},
+		{"h200-kmeans-cuda.json", "lab bench kmeans --device cuda:0 --size blobs:n=1000000,d=1536,k=25,iters=5 --reps 2 --warmup 1 --min-time 1ms"},
+	}
+	StreamRuns = []RecordedRun{
+		{"h100-kmeans-stream.json", "lab bench kmeans --device cuda:0 --size blobs:n=1000000,d=1536,k=25,iters=5,batch=131072 --variants block_per_point,gemm_sorted,tensor_3xtf32 --reps 2 --warmup 1 --min-time 1ms"},
+		{"h200-kmeans-3xtf32-stream.json", "lab bench kmeans --device cuda:0 --size blobs:n=1000000,d=1536,k=25,iters=3,batch=131072 --variants tensor_3xtf32 --reps 2 --warmup 1 --min-time 1ms"},
+		{"h200-kmeans-stream.json", "lab bench kmeans --device cuda:0 --size blobs:n=1000000,d=1536,k=25,iters=5,batch=131072 --variants block_per_point,gemm_atomic,gemm_sorted,fused --reps 2 --warmup 1 --min-time 1ms"},
+	}
 )
+
+// Pick returns the run of runs that a section comparing variants shows:
+// of the runs whose file is in dir and whose records all name a commit
+// (never one with uncommitted changes, "-dirty": no commit holds the code
+// it ran), the one with passing records of the most of variants (of any
+// variant when none is named), and of equals the first, the newest. So a
+// new record takes over as soon as its file is in dir.
+func Pick(dir string, runs []RecordedRun, variants ...string) (RecordedRun, error) {
+	best, most := -1, 0
+	for i, run := range runs {
+		recs, err := bench.ReadJSON(filepath.Join(dir, run.File))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return RecordedRun{}, err
+		}
+		if slices.ContainsFunc(recs, func(r bench.Record) bool { return strings.HasSuffix(r.Commit, "-dirty") }) {
+			continue
+		}
+		passed := map[string]bool{}
+		for _, r := range slices.DeleteFunc(recs, func(r bench.Record) bool { return !Passed(variants...)(r) }) {
+			passed[r.Variant] = true
+		}
+		if len(passed) > most {
+			best, most = i, len(passed)
+		}
+	}
+	if best < 0 {
+		return RecordedRun{}, fmt.Errorf("kmeans: no run in %s of a clean commit has a passing record of %s", dir, strings.Join(variants, ", "))
+	}
+	return runs[best], nil
+}
 
 // among reports whether variant is one of variants, or variants is empty:
 // the selections below take every variant when none is named.
@@ -115,10 +157,11 @@ func Of(recs []bench.Record, variants ...string) []bench.Record {
 	return out
 }
 
-// FailuresMarkdown lists the records of the given variants that failed
-// their check, with the error each one
-// carries; "" when none did.
-func FailuresMarkdown(recs []bench.Record, variants ...string) string {
+// NotShownMarkdown says which of the given variants (all when none is
+// named) a run's records leave out of its table: those that failed their
+// check, with the error each one carries, and those the run did not time;
+// "" when none.
+func NotShownMarkdown(recs []bench.Record, variants ...string) string {
 	var b strings.Builder
 	for _, r := range recs {
 		if !r.OK && among(variants, r.Variant) {
@@ -127,6 +170,15 @@ func FailuresMarkdown(recs []bench.Record, variants ...string) string {
 			}
 			fmt.Fprintf(&b, "- `%s` at `%s`: %s\n", r.Variant, r.Size, r.Error)
 		}
+	}
+	var absent []string
+	for _, v := range variants {
+		if !slices.ContainsFunc(recs, func(r bench.Record) bool { return r.Variant == v }) {
+			absent = append(absent, "`"+v+"`")
+		}
+	}
+	if len(absent) > 0 {
+		fmt.Fprintf(&b, "\nThis run did not time %s.\n", joinAnd(absent))
 	}
 	return b.String()
 }

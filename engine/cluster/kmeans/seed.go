@@ -10,8 +10,11 @@ import (
 	"gpulab/engine/cuda"
 )
 
+// seedDevice is the GPU of the seed's log.
+const seedDevice = "RTX 4090"
+
 // SeedSource names the seed document of notebook 04.
-const SeedSource = "a student's k-means on GPU progress log (Korean, undated), RTX 4090"
+const SeedSource = "a student's k-means on GPU progress log (Korean, undated), " + seedDevice
 
 // A SeedRun is a row of the seed's table: its block-per-point k-means at
 // 1M × 1536, K = 25, on an RTX 4090, with TPB threads per block, for Iters
@@ -55,10 +58,13 @@ func SeedMarkdown() string {
 	return b.String()
 }
 
-// SeedComparison compares the seed's times at TPB 256 with a recorded
-// block_per_point run at the seed's size (the kmeans suite runs it at TPB
-// 256): its time per iteration, times 10 and 36.
-func SeedComparison(recs []bench.Record) string {
+// SeedComparison compares the times that the seed's log records at TPB
+// 256 (after its change to a block per point, on its RTX 4090) with a
+// recorded block_per_point run at the seed's size, which the kmeans suite
+// runs at TPB 256, made by command: its time per iteration, times 10 and
+// 36. Both are the times of the iterations alone; the caption says which
+// figures are the log's and which the record's.
+func SeedComparison(recs []bench.Record, command string) string {
 	i := slices.IndexFunc(recs, func(r bench.Record) bool {
 		sp, err := ParseSpec(r.Size)
 		return err == nil && r.OK && r.Variant == "block_per_point" && sp.Batch == 0 && sp.N == SeedSpec.N && sp.D == SeedSpec.D && sp.K == SeedSpec.K
@@ -67,15 +73,22 @@ func SeedComparison(recs []bench.Record) string {
 		return "*(no passing block_per_point record at the seed's size to compare with)*"
 	}
 	r := recs[i]
+	date, _, _ := strings.Cut(r.Date, "T")
 	per := msDuration(r.MedianMS)
-	var parts []string
-	for _, iters := range []int{10, 36} {
-		seed, _ := seedAfter(256, iters)
-		ours := per * time.Duration(iters)
-		parts = append(parts, fmt.Sprintf("%d iterations take %s against the seed's %s (%s)", iters, durationText(ours), durationText(seed), relative(ours, seed)))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*`block_per_point` at the seed's size and TPB 256: the times the seed's log records on its %s, against the time per iteration of a recorded run on %s (`%s`), commit `%s`, %s, with `%s`, times the iterations:*\n\n",
+		seedDevice, r.DeviceName, r.Device, r.Commit, date, command)
+	fmt.Fprintf(&b, "| iterations | the seed's log (%s) | recorded (%s) | recorded against the log |\n|---:|---:|---:|---|\n", seedDevice, r.DeviceName)
+	for _, s := range SeedLog {
+		if s.TPB != 256 {
+			continue
+		}
+		ours := per * time.Duration(s.Iters)
+		fmt.Fprintf(&b, "| %d | %.3f s | %s | %s |\n", s.Iters, s.After.Seconds(), durationText(ours), relative(ours, s.After))
 	}
-	return fmt.Sprintf("The recorded `block_per_point` on the %s ran at the seed's size, at TPB 256: %s per iteration. So %s. Our iteration includes the sorted update (06) and a round trip to the host for the sums; the log does not say what its times include.",
-		r.DeviceName, durationText(per), joinAnd(parts))
+	fmt.Fprintf(&b, "\nThe recorded iteration takes %s, from the upload of the centers to the download of the sums: the assignment, the sorted update (06) and a round trip to the host. "+
+		"It leaves out the upload of X and the k-means++ initialization. The log does not say what its times include.\n", durationText(per))
+	return b.String()
 }
 
 // IterTiming is the time of Iters iterations of block_per_point at TPB
