@@ -59,6 +59,12 @@ type Suite struct {
 	// Cases prepares every variant for one size on dev; close releases what
 	// they share.
 	Cases func(dev *engine.Device, size string) (cases []Case, close func(), err error)
+	// Amend, if set, returns the suite's records as they ran (the same
+	// records, in the same order), where some cases ran elsewhere than on
+	// dev (the host's CPU, several GPUs), which Run cannot know: it gives
+	// every record dev and dev's peaks. Run amends what it measures, and
+	// ReadJSON what older records lack.
+	Amend func(recs []Record) []Record
 }
 
 var (
@@ -214,6 +220,9 @@ func Run(suite Suite, dev *engine.Device, sizes []string, opt Options) ([]Record
 			closeFn()
 		}
 		fillSpeedups(recs, cases)
+		if suite.Amend != nil {
+			recs = suite.Amend(recs)
+		}
 		out = append(out, recs...)
 		if bar != nil {
 			bar.Add(1)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -77,6 +78,35 @@ func TestRunSpeedupsAndVariants(t *testing.T) {
 	}
 	if Failed(recs) != nil {
 		t.Error("Failed on passing records")
+	}
+	amended := suite
+	amended.Amend = func(recs []Record) []Record {
+		recs[1].Device = "elsewhere"
+		return recs
+	}
+	recs, _ = Run(amended, dev, []string{"1", "2"}, Options{MinTime: time.Millisecond})
+	if len(recs) != 6 || recs[1].Device != "elsewhere" || recs[1].Speedup != 4 || recs[4].Device != "elsewhere" || recs[4].Size != "2" {
+		t.Errorf("Amend, after the speedups, on each size: %+v", recs)
+	}
+}
+
+// TestReadJSONAmends: records read back pass through their suite's Amend,
+// each suite's in their order; other suites' are read as they are.
+func TestReadJSONAmends(t *testing.T) {
+	Register(Suite{Name: "amended-on-read", Amend: func(recs []Record) []Record {
+		for i := range recs {
+			recs[i].Device = fmt.Sprintf("amended %d", i)
+		}
+		return recs
+	}})
+	path := filepath.Join(t.TempDir(), "recs.json")
+	recs := []Record{{Suite: "amended-on-read", Variant: "a", Device: "cpu"}, {Suite: "other", Variant: "b", Device: "cpu"}, {Suite: "amended-on-read", Variant: "c", Device: "cpu"}}
+	if err := WriteJSON(path, recs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadJSON(path)
+	if err != nil || len(got) != 3 || got[0].Device != "amended 0" || got[1].Device != "cpu" || got[2].Device != "amended 1" || got[2].Variant != "c" {
+		t.Errorf("%+v, %v", got, err)
 	}
 }
 

@@ -378,5 +378,28 @@ func ReadJSON(path string) ([]Record, error) {
 				path, i, r.Suite, r.Variant, r.Device)
 		}
 	}
-	return recs, nil
+	return amend(recs), nil
+}
+
+// amend returns recs with each registered suite's records as they ran
+// (Suite.Amend), in their order.
+func amend(recs []Record) []Record {
+	bySuite := map[string][]int{}
+	for i, r := range recs {
+		bySuite[r.Suite] = append(bySuite[r.Suite], i)
+	}
+	for name, at := range bySuite {
+		s, err := Lookup(name)
+		if err != nil || s.Amend == nil {
+			continue
+		}
+		mine := make([]Record, len(at))
+		for j, i := range at {
+			mine[j] = recs[i]
+		}
+		for j, r := range s.Amend(mine) {
+			recs[at[j]] = r
+		}
+	}
+	return recs
 }

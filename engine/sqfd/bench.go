@@ -32,7 +32,7 @@ func init() {
 	for _, s := range []bench.Suite{
 		{Name: "sqfd", Doc: "SQFD distance throughput on synthetic signatures (Gaussian kernel): CPU serial and parallel, CUDA cross_pairs", Cases: sqfdCases,
 			Sizes: func(engine.Info) []string { return []string{"sigs:n=20000"} }},
-		{Name: "kmedoids", Doc: "k-medoids with SQFD: the assignment and score passes, timed separately; CPU reference, CUDA steps 01-05, multi-GPU, whole runs", Cases: kmedoidsCases,
+		{Name: "kmedoids", Doc: "k-medoids with SQFD: the assignment and score passes, timed separately; CPU reference, CUDA steps 01-05, multi-GPU, whole runs", Cases: kmedoidsCases, Amend: AsRun,
 			Sizes: func(dev engine.Info) []string {
 				if dev.Kind == engine.CUDA {
 					return []string{"sigs:n=5000,k=20", "sigs:n=100000,k=100"}

@@ -4,7 +4,9 @@
 package sqfd_test
 
 import (
+	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -239,6 +241,89 @@ func TestSizeOnGPUs(t *testing.T) {
 		}
 		if got := sqfd.OnGPUs(tc.variant, tc.gpus); got != tc.wantV {
 			t.Errorf("OnGPUs(%q, %d) = %q", tc.variant, tc.gpus, got)
+		}
+	}
+}
+
+// TestAsRun: each record says where it ran: the Go reference on the
+// host's CPU, without a share of the GPU's peak; a pass on G GPUs on
+// cuda:0 to cuda:G-1, against G GPUs' peak; a whole run compared with
+// itself. Records already so stay as they are.
+func TestAsRun(t *testing.T) {
+	gpu := func(variant string, gpus int, base string, speedup, pct float64) bench.Record {
+		r := rec(variant, 10, 100, pct, bench.Params{"gpus": gpus})
+		r.Device, r.DeviceName, r.Baseline, r.Speedup, r.PctOfBaseline = "cuda:0", "NVIDIA H200", base, speedup, 100*speedup
+		return r
+	}
+	cpu := gpu(sqfd.CPUAssignment, 0, sqfd.CPUAssignment, 1, 0.003)
+	delete(cpu.Params, "gpus")
+	cpu.PctPeakGBps = 1
+	failedFit := gpu(sqfd.FitGPU, 1, "", 0, 0)
+	failedFit.OK, failedFit.Error = false, "the run differs"
+	for _, tc := range []struct {
+		name string
+		in   bench.Record
+		want func(r *bench.Record)
+	}{
+		{"CPU", cpu, func(r *bench.Record) {
+			r.Device, r.DeviceName, r.PctPeakGFLOPS, r.PctPeakGBps = "cpu", "the host's CPU", 0, 0
+		}},
+		{"one GPU", gpu(sqfd.AssignShared, 1, sqfd.AssignNaive, 3.06, 36.4), func(*bench.Record) {}},
+		{"two GPUs", gpu(sqfd.OnGPUs(sqfd.AssignShared, 2), 2, sqfd.AssignShared, 1.79, 65), func(r *bench.Record) {
+			r.Device, r.DeviceName, r.PctPeakGFLOPS = "cuda:0,cuda:1", "2 × NVIDIA H200", 32.5
+		}},
+		{"four GPUs", gpu(sqfd.OnGPUs(sqfd.FitGPU, 4), 4, sqfd.FitGPU, 3.5, 0), func(r *bench.Record) {
+			r.Device, r.DeviceName = "cuda:0,cuda:1,cuda:2,cuda:3", "4 × NVIDIA H200"
+		}},
+		{"whole run against step 01", gpu(sqfd.FitGPU, 1, sqfd.AssignNaive, 0.16, 0), func(r *bench.Record) {
+			r.Baseline, r.Speedup, r.PctOfBaseline = sqfd.FitGPU, 1, 100
+		}},
+		{"failed whole run", failedFit, func(*bench.Record) {}},
+	} {
+		want := tc.in
+		want.Params = tc.in.Params
+		tc.want(&want)
+		got := sqfd.AsRun([]bench.Record{tc.in})
+		if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, want)
+			continue
+		}
+		if again := sqfd.AsRun(got); !reflect.DeepEqual(again, got) {
+			t.Errorf("%s: amended twice: %+v", tc.name, again)
+		}
+	}
+}
+
+// TestRecordedAsRun: the records kept in docs/results read as they ran
+// (bench.ReadJSON amends them), and their captions and tables say so.
+func TestRecordedAsRun(t *testing.T) {
+	two := recorded(t, "h200x2-kmedoids.json")
+	for _, r := range two {
+		multi := strings.HasSuffix(r.Variant, "_x2")
+		if multi != (r.Device == "cuda:0,cuda:1") || multi != (r.DeviceName == "2 × NVIDIA H200") {
+			t.Errorf("%s ran on %s (%s)", r.Variant, r.Device, r.DeviceName)
+		}
+	}
+	md := nb.RecordedMarkdown(nb.Filter(two, sqfd.SeveralGPUs), sqfd.RecordedTwoGPUs)
+	contains(t, "two GPUs", md, "*Recorded on NVIDIA H200 (`cuda:0`) and 2 × NVIDIA H200 (`cuda:0,cuda:1`), commit",
+		"| cuda_assign_shared_x2 | 3.1311 | - | 43522.6 | 32.5% | 1.79x cuda_assign_shared |",
+		"| cuda_fit | 104.0318 | - | - | - | (baseline) |", "| cuda_fit_x2 | 53.1066 | - | - | - | 1.96x cuda_fit |")
+	md = nb.RecordedMarkdown(nb.Filter(recorded(t, "h200-kmedoids-cpu-ratio.json"), sqfd.OneDevicePasses), sqfd.RecordedCPURatio)
+	contains(t, "CPU ratio", md, "*Recorded on the host's CPU (`cpu`) and NVIDIA H200 (`cuda:0`), commit",
+		"| kmedoids | cpu | sigs:n=3000,k=20 | cpu_assignment | 460.4306 | - | 2.0 | - | (baseline) |",
+		"| cuda_scores_shared | 0.8295 | - | 13245.9 | 19.8% | 10609.96x cpu_scores |")
+}
+
+// TestDocsTables: docs/kmedoids.md shows each recorded run as notebook 05
+// does, a table with its caption, read from its record.
+func TestDocsTables(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "kmedoids.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, command := range map[string]string{"h200x2-kmedoids.json": sqfd.RecordedTwoGPUs, "h200-kmedoids-cpu-ratio.json": sqfd.RecordedCPURatio} {
+		if want := nb.RecordedMarkdown(recorded(t, file), command); !strings.Contains(string(doc), want) {
+			t.Errorf("docs/kmedoids.md lacks the table of %s:\n%s", file, want)
 		}
 	}
 }
