@@ -17,22 +17,6 @@ import (
 	"gpulab/engine/bench"
 )
 
-// NoiseFloor is the smallest relative difference between two median times
-// that the lesson reports as a difference (see Differ).
-const NoiseFloor = 0.05
-
-// Differ reports whether two records' times differ beyond noise: their
-// medians must differ by more than NoiseFloor of the smaller one, and by
-// more than the spread between each one's fastest run and its median put
-// together. Otherwise the lesson says "within noise".
-func Differ(a, b bench.Record) bool {
-	d := math.Abs(a.MedianMS - b.MedianMS)
-	return d > NoiseFloor*min(a.MedianMS, b.MedianMS) && d > (a.MedianMS-a.MinMS)+(b.MedianMS-b.MinMS)
-}
-
-// slower reports whether a took longer than b beyond noise.
-func slower(a, b bench.Record) bool { return Differ(a, b) && a.MedianMS > b.MedianMS }
-
 // Verdicts on a claim.
 const (
 	holds       = "holds"
@@ -174,7 +158,7 @@ func (p barrierPair) costMS() float64 {
 // cost prints costMS, or says that the difference is within noise.
 func (p barrierPair) cost() string {
 	switch {
-	case !Differ(p.bar, p.nobar):
+	case !bench.Differ(p.bar, p.nobar):
 		return "within noise"
 	case p.costMS() < 0:
 		return formatTime(p.costMS()) + " (faster with barriers)"
@@ -236,7 +220,7 @@ func onNVIDIA(recs []bench.Record) bool {
 // uniform", or "the time of uniform within noise (1.02×)".
 func against(a, base bench.Record, name string) string {
 	r := times(a.MedianMS / base.MedianMS)
-	if !Differ(a, base) {
+	if !bench.Differ(a, base) {
 		return fmt.Sprintf("the time of %s within noise (%s)", name, r)
 	}
 	return fmt.Sprintf("%s the time of %s", r, name)
@@ -246,7 +230,7 @@ func against(a, base bench.Record, name string) string {
 // precise", or "the speed of precise within noise (1.00×)".
 func speedOver(a, base bench.Record, name string) string {
 	r := times(base.MedianMS / a.MedianMS)
-	if !Differ(a, base) {
+	if !bench.Differ(a, base) {
 		return fmt.Sprintf("the speed of %s within noise (%s)", name, r)
 	}
 	return fmt.Sprintf("%s the speed of %s", r, name)
@@ -280,11 +264,11 @@ func judgeDivergence(recs []bench.Record) (finding, bool) {
 		f.measured += fmt.Sprintf(" branchless, which computes both chains and selects one, took %s.", against(bl, al, "alternate_lanes"))
 	}
 	switch {
-	case slower(al, u) && !slower(ws, u):
+	case bench.Slower(al, u) && !bench.Slower(ws, u):
 		f.verdict, f.why = holds, "the cost comes from lanes of one 32-lane group disagreeing, not from how many lanes take branch B."
-	case slower(al, u):
+	case bench.Slower(al, u):
 		f.verdict, f.why = partly, "mixed lanes cost time, but so did branches that differ only between 32-lane groups."
-	case len(random) > 0 && slower(slowestRandom, u):
+	case len(random) > 0 && bench.Slower(slowestRandom, u):
 		f.verdict, f.why = doesNotHold, fmt.Sprintf("alternate_lanes, whose lanes disagree in a regular pattern, cost nothing measurable, while random lanes did (p = %g took %s the uniform time): the cost follows how predictable the branch is, not whether 32-lane groups disagree.",
 			slowestRandom.Params.Float("p"), times(slowestRandom.MedianMS/u.MedianMS))
 	default:
@@ -311,9 +295,9 @@ func fastMathFinding(recs []bench.Record, name, what string) (finding, bool) {
 		errNote = fmt.Sprintf(", at %s the precise build's error.", times(fast.MaxRelErr/p.MaxRelErr))
 	}
 	switch {
-	case Differ(fast, p) && fast.MedianMS < p.MedianMS:
+	case bench.Differ(fast, p) && fast.MedianMS < p.MedianMS:
 		f.verdict, f.why = holds, what+" made the kernel faster"+errNote
-	case Differ(fast, p):
+	case bench.Differ(fast, p):
 		f.verdict, f.why = doesNotHold, what+" made the kernel slower."
 	default:
 		f.verdict, f.why = doesNotHold, what+" changed nothing measurable"
@@ -354,7 +338,7 @@ func judgeWG32(recs []bench.Record) (finding, bool) {
 		}
 		parts = append(parts, s)
 		keys = append(keys, fmt.Sprintf("%s fastest at %g, 32 at %s its time", k.label, best.Params.Float("local"), times(r32.MedianMS/best.MedianMS)))
-		if Differ(r32, best) {
+		if bench.Differ(r32, best) {
 			beaten = append(beaten, fmt.Sprintf("the %s ran fastest in groups of %g", k.label, best.Params.Float("local")))
 			largerWon = largerWon || best.Params.Float("local") > 32
 		} else {
@@ -397,9 +381,9 @@ func judgeHint(recs []bench.Record) (finding, bool) {
 			largest = change
 		}
 		switch {
-		case Differ(h, plain) && change < 0:
+		case bench.Differ(h, plain) && change < 0:
 			faster++
-		case Differ(h, plain):
+		case bench.Differ(h, plain):
 			slowerN++
 		}
 	}
@@ -436,7 +420,7 @@ func judgeBarrier(recs []bench.Record) (finding, bool) {
 		against(large.bar, large.nobar, "the work without them"), large.local)
 	allFaster := true
 	for _, p := range pairs {
-		allFaster = allFaster && Differ(p.bar, p.nobar) && p.bar.MedianMS < p.nobar.MedianMS
+		allFaster = allFaster && bench.Differ(p.bar, p.nobar) && p.bar.MedianMS < p.nobar.MedianMS
 	}
 	if allFaster {
 		f.measured += fmt.Sprintf(" Spread over the barriers executed, the version with barriers saved %s per work-group barrier at %d and %s at %d.",
@@ -445,7 +429,7 @@ func judgeBarrier(recs []bench.Record) (finding, bool) {
 		f.measured += fmt.Sprintf(" Spread over the barriers executed, each work-group barrier added %s at %d and %s at %d: the device runs many groups at once, so this is a throughput cost, not the time one group waits at a barrier.",
 			small.cost(), small.local, large.cost(), large.local)
 	}
-	smallCosts, largeCosts := slower(small.bar, small.nobar), slower(large.bar, large.nobar)
+	smallCosts, largeCosts := bench.Slower(small.bar, small.nobar), bench.Slower(large.bar, large.nobar)
 	switch {
 	case allFaster:
 		f.verdict, f.why = untestable, "the kernel was faster with barriers than without, at every size: with barriers the compiler built a different kernel, so the difference is not what a barrier costs."
@@ -491,9 +475,9 @@ func judgeOccupancy(recs []bench.Record) (finding, bool) {
 		key:      fmt.Sprintf("ACC=%g: lowest occupancy %s of the highest's GB/s; ACC=%g: %s", accs[0], share(lo1.GBps/hi1.GBps), accMax, share(loM.GBps/hiM.GBps)),
 	}
 	switch {
-	case !slower(lo1, hi1):
+	case !bench.Slower(lo1, hi1):
 		f.verdict, f.why = doesNotHold, "lower occupancy did not lower bandwidth measurably."
-	case slower(loM, hiM) && loM.GBps/hiM.GBps <= lo1.GBps/hi1.GBps:
+	case bench.Slower(loM, hiM) && loM.GBps/hiM.GBps <= lo1.GBps/hi1.GBps:
 		f.verdict, f.why = holds, fmt.Sprintf("bandwidth followed occupancy, even with %g loads in flight per thread.", accMax)
 	default:
 		f.verdict, f.why = partly, fmt.Sprintf("bandwidth followed occupancy with one load in flight per thread; with %g, the lowest occupancy kept %s of the highest's bandwidth, against %s with one: loads in flight per thread also hide latency, as more warps do.",
@@ -528,9 +512,9 @@ func judgeLocalMemory(recs []bench.Record) (finding, bool) {
 		key: fmt.Sprintf("%g KiB of local memory: %s", most.Params.Float("local_mem")/1024, against(most, none, "none")),
 	}
 	switch {
-	case slower(most, none):
+	case bench.Slower(most, none):
 		f.verdict, f.why = holds, "reserving local memory leaves room for fewer work-groups at once, and bandwidth fell: there was less to switch to while waiting on memory."
-	case Differ(most, none):
+	case bench.Differ(most, none):
 		f.verdict, f.why = doesNotHold, "reserving local memory, which limits resident work-groups on a GPU, did not lower bandwidth here: it rose."
 	default:
 		f.verdict, f.why = doesNotHold, "reserving local memory, which limits resident work-groups on a GPU, changed nothing measurable here."
@@ -561,7 +545,7 @@ func judgeIntensity(recs []bench.Record) (finding, bool) {
 	}
 	base, last := rs[0], rs[len(rs)-1]
 	flat := 0 // the last index whose time is within noise of F=1 (or below it), with all before it
-	for flat+1 < len(rs) && !slower(rs[flat+1], base) {
+	for flat+1 < len(rs) && !bench.Slower(rs[flat+1], base) {
 		flat++
 	}
 	f := finding{}
@@ -620,9 +604,9 @@ func judgeBanks(recs []bench.Record) (finding, bool) {
 		f.measured += fmt.Sprintf(" Padded by 4 words (4-way), stride 32 took %s.", against(p4, padded, "the conflict-free one"))
 	}
 	switch {
-	case slower(worst, padded) && rho >= 0.8:
+	case bench.Slower(worst, padded) && rho >= 0.8:
 		f.verdict, f.why = holds, "the time follows the predicted n-way conflict, and a padding that makes the row width odd removes it."
-	case slower(worst, padded):
+	case bench.Slower(worst, padded):
 		f.verdict, f.why = partly, "padding helped, but the time does not follow the predicted conflict closely."
 	default:
 		f.verdict, f.why = doesNotHold, "padding did not help, and the time does not follow the predicted conflict."
@@ -696,9 +680,9 @@ func judgeFilter(recs []bench.Record) (finding, bool) {
 		parts = append(parts, fmt.Sprintf("the %s through %s took %s", filter, path, against(img[0], buf[0], buf[0].Variant+" (clamped indices)")))
 		keys = append(keys, fmt.Sprintf("%s %s", filter, times(img[0].MedianMS/buf[0].MedianMS)))
 		switch {
-		case Differ(img[0], buf[0]) && img[0].MedianMS < buf[0].MedianMS:
+		case bench.Differ(img[0], buf[0]) && img[0].MedianMS < buf[0].MedianMS:
 			faster++
-		case Differ(img[0], buf[0]):
+		case bench.Differ(img[0], buf[0]):
 			slowerN++
 		}
 	}

@@ -22,28 +22,6 @@ func timed(suite, variant string, median float64, pocl bool, params bench.Params
 	return r
 }
 
-func TestDiffer(t *testing.T) {
-	rec := func(median, min float64) bench.Record { return bench.Record{MedianMS: median, MinMS: min} }
-	for _, tc := range []struct {
-		name string
-		a, b bench.Record
-		want bool
-	}{
-		{"equal", rec(1, 0.99), rec(1, 0.99), false},
-		{"3% apart: under the floor", rec(1, 0.99), rec(1.03, 1.02), false},
-		{"10% apart, tight runs", rec(1, 0.99), rec(1.1, 1.09), true},
-		{"10% apart, but runs spread wider", rec(1, 0.9), rec(1.1, 1.04), false},
-		{"2x apart, order does not matter", rec(2, 1.9), rec(1, 0.95), true},
-	} {
-		if got := Differ(tc.a, tc.b); got != tc.want {
-			t.Errorf("%s: Differ = %v, want %v", tc.name, got, tc.want)
-		}
-		if got := Differ(tc.b, tc.a); got != tc.want {
-			t.Errorf("%s (swapped): Differ = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestFormats(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{formatTime(0.0000000102357), "10.2 ps"},
