@@ -72,6 +72,11 @@ func (i Info) PeakFor(precision string) float64 {
 	return i.TensorPeaks[precision]
 }
 
+// OnCPU reports whether the device computes on the host's CPU cores: the
+// Go backend, or an OpenCL CPU device such as PoCL, whose work-items are
+// loop iterations and SIMD lanes of a core rather than the lanes of a warp.
+func (i Info) OnCPU() bool { return i.Kind == CPU || i.Kind == OpenCL && i.InHostMemory }
+
 // Missing is a device family that could not be used, and why.
 type Missing struct {
 	Kind   Kind   `json:"kind"`

@@ -31,6 +31,22 @@ func TestDevicesListsCPUFirst(t *testing.T) {
 	}
 }
 
+func TestOnCPU(t *testing.T) {
+	for _, tc := range []struct {
+		info Info
+		want bool
+	}{
+		{Info{ID: "cpu", Kind: CPU}, true},
+		{Info{ID: "opencl:0:0", Kind: OpenCL, InHostMemory: true}, true}, // PoCL
+		{Info{ID: "opencl:1:0", Kind: OpenCL}, false},                    // a GPU's OpenCL
+		{Info{ID: "cuda:0", Kind: CUDA}, false},
+	} {
+		if got := tc.info.OnCPU(); got != tc.want {
+			t.Errorf("%s: OnCPU = %v, want %v", tc.info.ID, got, tc.want)
+		}
+	}
+}
+
 func TestOpenUnknownListsValidIDs(t *testing.T) {
 	for _, id := range []string{"gpu:7", "cuda:99", "opencl:9:9", ""} {
 		_, err := Open(id)

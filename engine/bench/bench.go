@@ -157,10 +157,13 @@ func (o Options) withDefaults() Options {
 
 // Record is one measured case.
 type Record struct {
-	Suite         string  `json:"suite"`
-	Variant       string  `json:"variant"`
-	Device        string  `json:"device"`
-	DeviceName    string  `json:"device_name"`
+	Suite      string `json:"suite"`
+	Variant    string `json:"variant"`
+	Device     string `json:"device"`
+	DeviceName string `json:"device_name"`
+	// OnCPU is set where the device computes on the host's CPU cores
+	// (engine.Info.OnCPU): the Go backend, or an OpenCL CPU device (PoCL).
+	OnCPU         bool    `json:"on_cpu,omitempty"`
 	Size          string  `json:"size"`
 	Params        Params  `json:"params"`
 	Reps          int     `json:"reps"`
@@ -212,7 +215,7 @@ func Run(suite Suite, dev *engine.Device, sizes []string, opt Options) ([]Record
 				continue
 			}
 			r := Measure(c, opt)
-			r.Suite, r.Device, r.DeviceName, r.Size = suite.Name, dev.ID, dev.Name, size
+			r.Suite, r.Device, r.DeviceName, r.OnCPU, r.Size = suite.Name, dev.ID, dev.Name, dev.OnCPU(), size
 			fillPeaks(&r, c, dev.Info)
 			recs = append(recs, r)
 		}

@@ -46,10 +46,13 @@ func TestRunSpeedupsAndVariants(t *testing.T) {
 		return []Case{fakeCase("base", 4*time.Millisecond, 0, true), fakeCase("fast", time.Millisecond, 0, false),
 			fakeCase("slow", 8*time.Millisecond, 0, false)}, nil, nil
 	}}
-	dev := &engine.Device{Info: engine.Info{ID: "cpu", Name: "test", PeakGFLOPS: 10, PeakGBps: 1}}
+	dev := &engine.Device{Info: engine.Info{ID: "cpu", Name: "test", Kind: engine.CPU, PeakGFLOPS: 10, PeakGBps: 1}}
 	recs, err := Run(suite, dev, []string{"1"}, Options{MinTime: time.Millisecond})
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("%v %v", recs, err)
+	}
+	if !recs[0].OnCPU {
+		t.Errorf("a record of the CPU backend is not marked on_cpu: %+v", recs[0])
 	}
 	if recs[1].Speedup != 4 || recs[1].PctOfBaseline != 400 || recs[2].Speedup != 0.5 || recs[0].Baseline != "base" {
 		t.Errorf("speedups %+v", recs)
