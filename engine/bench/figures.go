@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -38,18 +39,24 @@ var (
 )
 
 // SizeLines draws metric against the numeric parameter param (e.g. "bytes"),
-// one line per series; seriesName names a record's line (for example its
-// variant, or device and variant). Both axes are logarithmic when useful.
+// one line per series (sizeSeries); seriesName names a record's line (for
+// example its variant, or device and variant). Both axes are logarithmic
+// when useful.
 func SizeLines(title, param string, m Metric, recs []Record, seriesName func(Record) string) *plot.Figure {
+	return plot.Lines(title, param, m.Label, sizeSeries(param, m, recs, seriesName)...).LogX()
+}
+
+// sizeSeries is a line per series name of the passing records that have
+// the parameter and a positive metric, its points in increasing x whatever
+// the order of the records, the lines in the order their names first
+// appear at the smallest x.
+func sizeSeries(param string, m Metric, recs []Record, seriesName func(Record) string) []plot.Series {
+	recs = slices.Clone(recs)
+	slices.SortStableFunc(recs, func(a, b Record) int { return cmp.Compare(a.Params.Float(param), b.Params.Float(param)) })
 	byName := map[string]*plot.Series{}
 	var order []string
 	for _, r := range recs {
-		x, ok := r.Params[param].(int)
-		if !ok {
-			if f, isFloat := r.Params[param].(float64); isFloat {
-				x, ok = int(f), true
-			}
-		}
+		x, ok := r.Params.Number(param)
 		if !ok || !r.OK || m.Value(r) <= 0 {
 			continue
 		}
@@ -60,14 +67,14 @@ func SizeLines(title, param string, m Metric, recs []Record, seriesName func(Rec
 			byName[name] = s
 			order = append(order, name)
 		}
-		s.X = append(s.X, float64(x))
+		s.X = append(s.X, x)
 		s.Y = append(s.Y, m.Value(r))
 	}
-	var series []plot.Series
-	for _, n := range order {
-		series = append(series, *byName[n])
+	series := make([]plot.Series, len(order))
+	for i, n := range order {
+		series[i] = *byName[n]
 	}
-	return plot.Lines(title, param, m.Label, series...).LogX()
+	return series
 }
 
 // ByVariant names a series by the record's variant.

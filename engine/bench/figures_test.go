@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"testing"
 
 	"gpulab/engine"
@@ -29,5 +30,29 @@ func TestFigures(t *testing.T) {
 	dev := engine.Info{ID: "cpu", PeakGFLOPS: 100, PeakGBps: 50}
 	if _, err := RooflineOf("r", dev, recs).PNG(400, 300); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSizeSeries: each line's points come in increasing x, whatever the
+// order of the records, and records without the parameter, failed or
+// without the metric are left out.
+func TestSizeSeries(t *testing.T) {
+	rec := func(variant string, n any, gflops float64, ok bool) Record {
+		return Record{Variant: variant, Params: Params{"n": n}, GFLOPS: gflops, OK: ok}
+	}
+	recs := []Record{rec("a", 4096, 40, true), rec("b", 4096, 30, true), rec("a", 1024, 10, true), rec("b", float64(1024), 5, true),
+		rec("a", 2048, 20, true), rec("b", 2048, 0, true), rec("b", 512, 1, false), {Variant: "a", GFLOPS: 1, OK: true}}
+	got := sizeSeries("n", GFLOPS, recs, ByVariant)
+	want := []struct {
+		name string
+		x, y []float64
+	}{{"a", []float64{1024, 2048, 4096}, []float64{10, 20, 40}}, {"b", []float64{1024, 4096}, []float64{5, 30}}}
+	if len(got) != len(want) {
+		t.Fatalf("%d series: %+v", len(got), got)
+	}
+	for i, w := range want {
+		if got[i].Name != w.name || !slices.Equal(got[i].X, w.x) || !slices.Equal(got[i].Y, w.y) {
+			t.Errorf("series %d = %+v, want %+v", i, got[i], w)
+		}
 	}
 }
