@@ -1,13 +1,13 @@
 package gemm
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 
 	"gpulab/engine"
 	"gpulab/engine/bench"
+	"gpulab/engine/plot"
 	"gpulab/kernels"
 )
 
@@ -87,7 +87,7 @@ func ladders(recs []bench.Record) []ladder {
 		return nil
 	}
 	order := map[string]int{}
-	for i, v := range Variants(engine.Kind(strings.SplitN(recs[0].Device, ":", 2)[0])) {
+	for i, v := range Variants(kindOf(recs[0])) {
 		order[v.Name] = i
 	}
 	byPrecision := map[Precision]*ladder{}
@@ -112,84 +112,6 @@ func ladders(recs []bench.Record) []ladder {
 		ls = append(ls, *l)
 	}
 	return ls
-}
-
-// whyNoGain says, for a step that gains little or nothing over the step
-// before it, what usually still limits it.
-var whyNoGain = map[string]string{
-	"05_2d_register_tiling":   "its 8×8 outer product still needs 16 scalar shared-memory loads per k, so loads, not FMAs, can still set the pace",
-	"07_bank_conflict_free":   "the conflicts it removes were real but were not the main cost",
-	"09_warp_tiling":          "warp tiling pays only once its tile sizes fit the GPU: step 10 tunes them",
-	"04_wider_types":          "the loads already coalesce across the warp, so wider ones save few transactions while the bounds logic for odd shapes costs instructions",
-	"03_more_work_per_thread": "more work per work-item raises register pressure as much as it saves loads",
-}
-
-// LadderStory tells what each step did to the speed in records of one
-// device and one size: the speedup over the step before (or the
-// baseline), the two speeds, and for a step that gained little the usual
-// reason. Steps that failed their check are named as such.
-func LadderStory(recs []bench.Record) string {
-	if len(recs) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "**%s (`%s`) at %s:**\n\n", recs[0].DeviceName, recs[0].Device, recs[0].Size)
-	for _, l := range ladders(recs) {
-		prev := l.baseline
-		if l.baseline.Variant != "" {
-			fmt.Fprintf(&b, "- %s baseline `%s`: %s%s.\n", l.precision, l.baseline.Variant, gflops(l.baseline.GFLOPS), impossible(l.baseline))
-		}
-		first := true
-		for _, r := range l.steps {
-			if !r.OK {
-				fmt.Fprintf(&b, "- `%s` failed its check: %s\n", r.Variant, r.Error)
-				continue
-			}
-			switch {
-			case first:
-				fmt.Fprintf(&b, "- `%s`: %s, %s `%s`%s.\n", r.Variant, gflops(r.GFLOPS), share(r.PctOfBaseline), r.Baseline, impossible(r))
-			default:
-				gain := r.GFLOPS / prev.GFLOPS
-				fmt.Fprintf(&b, "- `%s`: %.2f× `%s` (%s → %s)", r.Variant, gain, prev.Variant, gflops(prev.GFLOPS), gflops(r.GFLOPS))
-				if why, ok := whyNoGain[r.Variant]; ok && gain < 1.05 {
-					fmt.Fprintf(&b, ": little or nothing gained, and %s", why)
-				}
-				b.WriteString(impossible(r) + ".\n")
-			}
-			prev, first = r, false
-		}
-		if n := len(l.steps); n > 0 && l.baseline.Variant != "" {
-			best := slices.MaxFunc(l.steps, func(a, b bench.Record) int { return cmp.Compare(a.GFLOPS, b.GFLOPS) })
-			fmt.Fprintf(&b, "- The best %s step, `%s`, reaches %s `%s`.\n", l.precision, best.Variant, share(best.PctOfBaseline), l.baseline.Variant)
-		}
-	}
-	return b.String()
-}
-
-// impossible is what a story says after a speed above the compute peak of
-// its precision ("" for any other): a measurement error, not a result.
-func impossible(r bench.Record) string {
-	if !bench.BeyondComputePeak(r) {
-		return ""
-	}
-	return fmt.Sprintf(" ✗ (%.0f%% of the peak: %s)", r.PctPeakGFLOPS, bench.ImpossibleNote)
-}
-
-// SlowerSteps names the steps of one device and size that ran slower than
-// the step before them in their ladder ("" when none did).
-func SlowerSteps(recs []bench.Record) string {
-	var slower []string
-	for _, l := range ladders(recs) {
-		for i := 1; i < len(l.steps); i++ {
-			if a, b := l.steps[i-1], l.steps[i]; a.OK && b.OK && b.GFLOPS < a.GFLOPS {
-				slower = append(slower, fmt.Sprintf("`%s` (%s, after %s for `%s`)", b.Variant, gflops(b.GFLOPS), gflops(a.GFLOPS), a.Variant))
-			}
-		}
-	}
-	if len(slower) == 0 {
-		return "No step was slower than the one before it."
-	}
-	return "Slower than the step before: " + strings.Join(slower, "; ") + "."
 }
 
 // A ChartGroup is a title and the records of the variants that share a
@@ -239,21 +161,33 @@ func ChartGroups(recs []bench.Record) []ChartGroup {
 	return groups
 }
 
-// RunStory is LadderStory and SlowerSteps for each device of a run, at
-// its largest size.
-func RunStory(recs []bench.Record) string {
-	var b strings.Builder
-	for _, id := range devices(recs) {
-		var mine []bench.Record
-		for _, r := range recs {
-			if r.Device == id {
-				mine = append(mine, r)
-			}
-		}
-		at := bench.OfSize(mine, lastSize(mine))
-		fmt.Fprintf(&b, "%s\n%s\n\n", LadderStory(at), SlowerSteps(at))
+// SizeFigures are one device's charts of GFLOP/s against n (ChartGroups,
+// each on a logarithmic y axis), drawn from the records of its n×n×n
+// sizes alone: a shape such as 255x257x129 is another problem (its K is
+// not its M), and on a line through the cubes it would read as one more
+// size of the same family. None when fewer than two cube sizes ran.
+func SizeFigures(device string, recs []bench.Record) []*plot.Figure {
+	cubes := cubesOf(device, recs)
+	if len(bench.Sizes(cubes)) < 2 {
+		return nil
 	}
-	return b.String()
+	var figs []*plot.Figure
+	for _, g := range ChartGroups(cubes) {
+		figs = append(figs, bench.SizeLines(device+", "+g.Title+": GFLOP/s of n×n×n against n", "n", bench.GFLOPS, g.Recs, bench.ByVariant).LogY())
+	}
+	return figs
+}
+
+// cubesOf keeps the records of device whose shape is n×n×n.
+func cubesOf(device string, recs []bench.Record) []bench.Record {
+	var cubes []bench.Record
+	for _, r := range recs {
+		m, n, k := r.Params.Float("m"), r.Params.Float("n"), r.Params.Float("k")
+		if r.Device == device && m > 0 && m == n && n == k {
+			cubes = append(cubes, r)
+		}
+	}
+	return cubes
 }
 
 // devices lists the devices of records in their order.
@@ -273,68 +207,4 @@ func lastSize(recs []bench.Record) string {
 		return ""
 	}
 	return sizes[len(sizes)-1]
-}
-
-// share says how a speed compares with a baseline's: "84% of", or "8.17×"
-// when it is more than twice as fast.
-func share(pctOfBaseline float64) string {
-	if pctOfBaseline > 200 {
-		return fmt.Sprintf("%.3g×", pctOfBaseline/100)
-	}
-	return fmt.Sprintf("%.0f%% of", pctOfBaseline)
-}
-
-// gflops prints a speed in the unit that keeps it short.
-func gflops(g float64) string {
-	if g >= 1000 {
-		return fmt.Sprintf("%.3g TFLOP/s", g/1000)
-	}
-	return fmt.Sprintf("%.3g GFLOP/s", g)
-}
-
-// StrideSweep is a sweep of K around 1024 with M = N = 1024: the naive
-// step's threads read rows of A that lie 4·K bytes apart, and at K = 1024
-// those 32 addresses of a warp fall 4 KiB apart, a power of two.
-func StrideSweep() []string {
-	var sizes []string
-	for k := 1008; k <= 1040; k += 4 {
-		sizes = append(sizes, fmt.Sprintf("1024x1024x%d", k))
-	}
-	return sizes
-}
-
-// StrideStory compares the naive step at K = 1024 with the median of the
-// other K of a StrideSweep run, for each device.
-func StrideStory(recs []bench.Record) string {
-	var b strings.Builder
-	for _, id := range devices(recs) {
-		var at1024 bench.Record
-		var others []float64
-		for _, r := range recs {
-			if r.Device != id || r.Variant != "01_naive" || !r.OK {
-				continue
-			}
-			if k, _ := r.Params["k"].(float64); k == 1024 || r.Size == "1024x1024x1024" {
-				at1024 = r
-			} else {
-				others = append(others, r.GFLOPS)
-			}
-		}
-		if at1024.Variant == "" || len(others) == 0 {
-			continue
-		}
-		slices.Sort(others)
-		median := others[len(others)/2]
-		ratio := median / at1024.GFLOPS
-		fmt.Fprintf(&b, "**%s:** at K = 1024 the naive step runs at %s; at the other K its median is %s. ", at1024.DeviceName, gflops(at1024.GFLOPS), gflops(median))
-		switch {
-		case ratio > 1.2:
-			fmt.Fprintf(&b, "The power-of-two stride costs it a factor of %.2g.\n\n", ratio)
-		case ratio < 1/1.2:
-			fmt.Fprintf(&b, "Here K = 1024 is the faster one, by a factor of %.2g.\n\n", 1/ratio)
-		default:
-			b.WriteString("Within a fifth of each other: no power-of-two effect on this device.\n\n")
-		}
-	}
-	return b.String()
 }

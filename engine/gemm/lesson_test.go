@@ -1,9 +1,6 @@
 package gemm
 
 import (
-	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -53,37 +50,6 @@ func TestRidgeMarkdown(t *testing.T) {
 	}
 }
 
-// TestLadderStory: every ratio the story states is the ratio of the two
-// records it names, in ladder order, and no measured figure is typed in.
-func TestLadderStory(t *testing.T) {
-	at := bench.OfSize(recorded(t), "4096")
-	story := LadderStory(at)
-	speed := map[string]float64{}
-	for _, r := range at {
-		speed[r.Variant] = r.GFLOPS
-	}
-	re := regexp.MustCompile("`([0-9a-z_]+)`: ([0-9.]+)× `([0-9a-z_]+)`")
-	matches := re.FindAllStringSubmatch(story, -1)
-	if len(matches) < 8 {
-		t.Fatalf("%d step ratios in:\n%s", len(matches), story)
-	}
-	for _, m := range matches {
-		got, _ := strconv.ParseFloat(m[2], 64)
-		want := speed[m[1]] / speed[m[3]]
-		if fmt.Sprintf("%.2f", want) != m[2] || got <= 0 {
-			t.Errorf("%s over %s: story says %s, records give %.2f", m[1], m[3], m[2], want)
-		}
-	}
-	for _, want := range []string{"`02_coalesced`: ", "× `01_naive`", "The best fp32 step", "of `cublas_sgemm`", "of `cublas_bf16`"} {
-		if !strings.Contains(story, want) {
-			t.Errorf("story lacks %q:\n%s", want, story)
-		}
-	}
-	if !strings.Contains(SlowerSteps(at), "`") && !strings.Contains(SlowerSteps(at), "No step") {
-		t.Errorf("SlowerSteps: %q", SlowerSteps(at))
-	}
-}
-
 func TestChartGroups(t *testing.T) {
 	var recs []bench.Record
 	for _, r := range recorded(t) {
@@ -109,39 +75,5 @@ func TestChartGroups(t *testing.T) {
 		if !seen[r.Variant] {
 			t.Errorf("%s is in no chart", r.Variant)
 		}
-	}
-}
-
-func TestStrideStory(t *testing.T) {
-	if s := StrideSweep(); len(s) != 9 || s[4] != "1024x1024x1024" {
-		t.Errorf("StrideSweep = %v", s)
-	}
-	rec := func(dev string, k int, g float64) bench.Record {
-		return bench.Record{Device: dev, DeviceName: "GPU " + dev, Variant: "01_naive", Size: fmt.Sprintf("1024x1024x%d", k), GFLOPS: g, OK: true}
-	}
-	recs := []bench.Record{rec("cuda:0", 1016, 1300), rec("cuda:0", 1020, 1250), rec("cuda:0", 1024, 500), rec("cuda:0", 1028, 1200),
-		rec("cuda:1", 1020, 1000), rec("cuda:1", 1024, 990), rec("cuda:1", 1028, 1010)}
-	story := StrideStory(recs)
-	for _, want := range []string{"**GPU cuda:0:** at K = 1024 the naive step runs at 500 GFLOP/s; at the other K its median is 1.25 TFLOP/s. The power-of-two stride costs it a factor of 2.5.",
-		"**GPU cuda:1:** at K = 1024 the naive step runs at 990 GFLOP/s", "no power-of-two effect on this device"} {
-		if !strings.Contains(story, want) {
-			t.Errorf("lacks %q:\n%s", want, story)
-		}
-	}
-}
-
-// TestLadderStoryFlagsImpossibleSpeeds: a step faster than the compute
-// peak allows is told as a measurement error.
-func TestLadderStoryFlagsImpossibleSpeeds(t *testing.T) {
-	recs := []bench.Record{
-		{Suite: "gemm", Variant: "cublas", Device: "cuda:0", DeviceName: "GPU", Size: "1024", GFLOPS: 50000, PctPeakGFLOPS: 75, OK: true, Params: bench.Params{"precision": "fp32"}},
-		{Suite: "gemm", Variant: "01_naive", Device: "cuda:0", DeviceName: "GPU", Size: "1024", GFLOPS: 90000, PctPeakGFLOPS: 135, Baseline: "cublas", PctOfBaseline: 180, OK: true, Params: bench.Params{"precision": "fp32"}},
-	}
-	story := LadderStory(recs)
-	if !strings.Contains(story, "`01_naive`") || !strings.Contains(story, "✗ (135% of the peak: faster than the hardware's peak allows") {
-		t.Errorf("the impossible step is not flagged:\n%s", story)
-	}
-	if n := strings.Count(story, "✗"); n != 1 {
-		t.Errorf("%d flags, want the impossible step's alone:\n%s", n, story)
 	}
 }
