@@ -403,3 +403,75 @@ func amend(recs []Record) []Record {
 	}
 	return recs
 }
+
+// Provenance is where a recorded run comes from: the device it ran on,
+// the commit of the source and the date. Every table of a recorded run
+// is captioned with it (Caption).
+type Provenance struct {
+	Device     string `json:"device"`
+	DeviceName string `json:"device_name"`
+	Commit     string `json:"commit"`
+	Date       string `json:"date"` // RFC 3339, or a day (2006-01-02)
+}
+
+// Provenance is the record's device, commit and date.
+func (r Record) Provenance() Provenance {
+	return Provenance{Device: r.Device, DeviceName: r.DeviceName, Commit: r.Commit, Date: r.Date}
+}
+
+// Caption is the caption of a table of a recorded run, "*Recorded on
+// NVIDIA H200 (`cuda:0`), commit `abc123`, 2026-11-22, with `COMMAND`:*",
+// or an error naming what the run or the command lacks: a recorded table
+// says where its figures come from, or is not shown.
+func (p Provenance) Caption(command string) (string, error) {
+	return caption([]Provenance{p}, command)
+}
+
+// RecordsCaption is the Caption of a table of recs. Rows that ran on
+// different devices (the CPU next to a GPU, one GPU next to several) name
+// each of them; a commit with uncommitted changes (-dirty) is said to be
+// one; records of several commits, which are not one run, say so.
+func RecordsCaption(recs []Record, command string) (string, error) {
+	ps := make([]Provenance, len(recs))
+	for i, r := range recs {
+		ps[i] = r.Provenance()
+	}
+	return caption(ps, command)
+}
+
+// caption is the caption of the runs ps, the day of the first.
+func caption(ps []Provenance, command string) (string, error) {
+	var missing, devices, commits []string
+	if strings.TrimSpace(command) == "" {
+		missing = append(missing, "command")
+	}
+	for _, p := range ps {
+		for _, f := range []struct{ name, value string }{{"device", p.Device}, {"device name", p.DeviceName}, {"commit", p.Commit}, {"date", p.Date}} {
+			if strings.TrimSpace(f.value) == "" {
+				missing = appendNew(missing, f.name)
+			}
+		}
+		devices = appendNew(devices, fmt.Sprintf("%s (`%s`)", p.DeviceName, p.Device))
+		commits = appendNew(commits, "`"+p.Commit+"`")
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("bench: a recorded run of %q lacks its %s", command, strings.Join(missing, ", "))
+	}
+	commit := "commit " + commits[0]
+	if len(commits) > 1 {
+		commit = "commits " + strings.Join(commits, ", ") + " (rows of several runs)"
+	}
+	if len(commits) == 1 && strings.HasSuffix(ps[0].Commit, "-dirty") {
+		commit += " (built with uncommitted changes: not exactly that commit's code)"
+	}
+	day, _, _ := strings.Cut(ps[0].Date, "T")
+	return fmt.Sprintf("*Recorded on %s, %s, %s, with `%s`:*", strings.Join(devices, " and "), commit, day, command), nil
+}
+
+// appendNew appends s to list unless list has it.
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}

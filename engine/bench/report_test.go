@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -118,5 +119,56 @@ func TestBaselineNamed(t *testing.T) {
 	}
 	if tab := Table([]Record{rec("naive", "naive", 1), rec("shared", "naive", 3.06)}); !strings.Contains(tab, "vs naive") {
 		t.Errorf("text table without its baseline:\n%s", tab)
+	}
+}
+
+func TestCaption(t *testing.T) {
+	full := Provenance{Device: "cuda:0", DeviceName: "NVIDIA H200", Commit: "abc123", Date: "2026-11-22T07:45:00Z"}
+	for _, tc := range []struct {
+		name    string
+		p       Provenance
+		command string
+		want    string // the caption, or what the error names
+	}{
+		{"a record's date", full, "lab bench spmv --device cuda:0", "*Recorded on NVIDIA H200 (`cuda:0`), commit `abc123`, 2026-11-22, with `lab bench spmv --device cuda:0`:*"},
+		{"a day", Provenance{Device: "cuda:0", DeviceName: "NVIDIA H200", Commit: "abc123", Date: "2026-11-22"}, "lab x", "*Recorded on NVIDIA H200 (`cuda:0`), commit `abc123`, 2026-11-22, with `lab x`:*"},
+		{"no date", Provenance{Device: "cuda:0", DeviceName: "NVIDIA H200", Commit: "abc123"}, "lab x", "lacks its date"},
+		{"nothing but a command", Provenance{}, "lab x", "lacks its device, device name, commit, date"},
+		{"no command", full, " ", "lacks its command"},
+	} {
+		got, err := tc.p.Caption(tc.command)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	r := Record{Device: "cuda:0", DeviceName: "NVIDIA H200", Commit: "abc123", Date: "2026-11-22T07:45:00Z"}
+	if r.Provenance() != full {
+		t.Errorf("Provenance = %+v", r.Provenance())
+	}
+}
+
+// TestRecordedRunsHaveProvenance: every record kept in docs/results can be
+// captioned with its device, commit and date.
+func TestRecordedRunsHaveProvenance(t *testing.T) {
+	paths, _ := filepath.Glob("../../docs/results/*.json")
+	n := 0
+	for _, path := range paths {
+		recs, err := ReadJSON(path)
+		if err != nil {
+			continue // a file of something else (a profile, a p2p matrix)
+		}
+		for _, r := range recs {
+			n++
+			if _, err := r.Provenance().Caption("lab bench"); err != nil {
+				t.Errorf("%s, %s %s: %v", filepath.Base(path), r.Variant, r.Size, err)
+				break
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no records in docs/results")
 	}
 }

@@ -3,7 +3,6 @@ package nb
 import (
 	"fmt"
 	"path"
-	"slices"
 	"strings"
 
 	"gpulab/engine/bench"
@@ -50,46 +49,32 @@ func ShowKernels(f kernels.Family, dir, prefix string) {
 
 // RecordedMarkdown is a captioned table of records kept in docs/results:
 // the devices, the commit and the date that the records carry, and the
-// command that produced them. Rows that ran on different devices (the CPU
-// next to a GPU, one GPU next to several) name each of them; a commit
-// with uncommitted changes (-dirty) is said to be one; records of several
-// commits, which are not one run, say so.
-func RecordedMarkdown(recs []bench.Record, command string) string {
+// command that produced them (bench.RecordsCaption), or an error naming
+// what they lack.
+func RecordedMarkdown(recs []bench.Record, command string) (string, error) {
 	if len(recs) == 0 {
-		return "*(no recorded run)*"
+		return "*(no recorded run)*", nil
 	}
-	var devices, commits []string
-	for _, r := range recs {
-		devices = appendNew(devices, fmt.Sprintf("%s (`%s`)", r.DeviceName, r.Device))
-		commits = appendNew(commits, "`"+r.Commit+"`")
+	caption, err := bench.RecordsCaption(recs, command)
+	if err != nil {
+		return "", err
 	}
-	commit := "commit " + commits[0]
-	if len(commits) > 1 {
-		commit = "commits " + strings.Join(commits, ", ") + " (rows of several runs)"
-	}
-	if len(commits) == 1 && strings.HasSuffix(recs[0].Commit, "-dirty") {
-		commit += " (built with uncommitted changes: not exactly that commit's code)"
-	}
-	date, _, _ := strings.Cut(recs[0].Date, "T")
-	return fmt.Sprintf("*Recorded on %s, %s, %s, with `%s`:*\n\n%s", strings.Join(devices, " and "), commit, date, command, bench.Markdown(recs))
-}
-
-// appendNew appends s to list unless list has it.
-func appendNew(list []string, s string) []string {
-	if slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
+	return caption + "\n\n" + bench.Markdown(recs), nil
 }
 
 // ShowRecorded reads docs/results/name, keeps the records keep accepts
 // (all when keep is nil), shows them as a captioned table and returns
-// them, so that the cell can say what they show.
+// them, so that the cell can say what they show. Records without a
+// device, commit or date stop the cell.
 func ShowRecorded(name, command string, keep func(bench.Record) bool) []bench.Record {
 	recs := Recorded(name)
 	if keep != nil {
 		recs = Filter(recs, keep)
 	}
-	Markdown(RecordedMarkdown(recs, command))
+	md, err := RecordedMarkdown(recs, command)
+	if err != nil {
+		Must(fmt.Errorf("docs/results/%s: %w", name, err))
+	}
+	Markdown(md)
 	return recs
 }

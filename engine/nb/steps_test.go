@@ -29,10 +29,15 @@ func TestStepsMarkdown(t *testing.T) {
 
 func TestRecordedMarkdown(t *testing.T) {
 	recs := []bench.Record{{Suite: "gemm", Variant: "01_naive", Device: "cuda:0", DeviceName: "NVIDIA H200", Size: "4096", Commit: "abc123", Date: "2026-11-21T10:00:00Z", OK: true}}
-	md := RecordedMarkdown(recs, "lab bench gemm --device cuda:0 --size 4096")
-	if !strings.HasPrefix(md, "*Recorded on NVIDIA H200 (`cuda:0`), commit `abc123`, 2026-11-21, with `lab bench gemm --device cuda:0 --size 4096`:*\n\n|") {
-		t.Errorf("%s", md)
+	md, err := RecordedMarkdown(recs, "lab bench gemm --device cuda:0 --size 4096")
+	if err != nil || !strings.HasPrefix(md, "*Recorded on NVIDIA H200 (`cuda:0`), commit `abc123`, 2026-11-21, with `lab bench gemm --device cuda:0 --size 4096`:*\n\n|") {
+		t.Errorf("%s (%v)", md, err)
 	}
+	recs[0].Date = ""
+	if _, err := RecordedMarkdown(recs, "lab bench gemm"); err == nil || !strings.Contains(err.Error(), "lacks its date") {
+		t.Errorf("records without a date: %v", err)
+	}
+	recs[0].Date = "2026-11-21T10:00:00Z"
 	if len(MeasuredFigures(strings.SplitN(md, "\n", 2)[0])) != 0 {
 		t.Errorf("the caption types a figure: %s", md)
 	}
@@ -51,8 +56,8 @@ func TestRecordedMarkdown(t *testing.T) {
 		{[]bench.Record{dirty}, "commit `abc123-dirty` (built with uncommitted changes: not exactly that commit's code), 2026-11-21"},
 		{[]bench.Record{recs[0], other}, "commits `abc123`, `def456` (rows of several runs), 2026-11-21"},
 	} {
-		if md := RecordedMarkdown(tc.recs, "lab bench"); !strings.Contains(strings.SplitN(md, "\n", 2)[0], tc.want) {
-			t.Errorf("want a caption with %q, got:\n%s", tc.want, md)
+		if md, err := RecordedMarkdown(tc.recs, "lab bench"); err != nil || !strings.Contains(strings.SplitN(md, "\n", 2)[0], tc.want) {
+			t.Errorf("want a caption with %q, got:\n%s (%v)", tc.want, md, err)
 		}
 	}
 }
