@@ -38,6 +38,11 @@ type Case struct {
 	CompareWith string
 	Flops       float64 // floating-point operations per run, counted
 	Bytes       float64 // DRAM bytes per run (read + written), counted
+	// NoRoof says that no peak of the device bounds the case, so that its
+	// records carry no share of one (% roof "-"): its flops are not
+	// arithmetic at the rate of the FMA units, and its bytes are not
+	// counted (SpGEMM: two flops per product, each product a hash insert).
+	NoRoof bool
 
 	// Reset clears the outputs before the runs, so that a variant that does
 	// nothing cannot pass the check with a previous variant's result. Optional.
@@ -352,6 +357,9 @@ func median(s []time.Duration) time.Duration {
 }
 
 func fillPeaks(r *Record, c Case, dev engine.Info) {
+	if c.NoRoof {
+		return
+	}
 	precision, _ := r.Params["precision"].(string)
 	if peak := dev.PeakFor(precision); r.GFLOPS > 0 && peak > 0 {
 		r.PctPeakGFLOPS = 100 * r.GFLOPS / peak

@@ -272,4 +272,9 @@ func TestPeakOfThePrecision(t *testing.T) {
 			t.Errorf("%q: %v%% of peak, want %v", tc.precision, r.PctPeakGFLOPS, tc.want)
 		}
 	}
+	r := Record{GFLOPS: 30_000, GBps: 10, Params: Params{"precision": "fp32"}}
+	fillPeaks(&r, Case{NoRoof: true}, engine.Info{PeakGFLOPS: 60_000, PeakGBps: 20})
+	if r.PctPeakGFLOPS != 0 || r.PctPeakGBps != 0 || tableRow(r, "")[7] != "-" {
+		t.Errorf("a case without a roof got a share of one: %+v, %% roof %q", r, tableRow(r, "")[7])
+	}
 }

@@ -320,9 +320,14 @@ func num(v float64, prec int) string {
 	return strconv.FormatFloat(v, 'f', prec, 64)
 }
 
+// pctStr prints a share in percent with one decimal, or two significant
+// digits where that decimal would read 0.0; "-" for none.
 func pctStr(v float64) string {
-	if v == 0 {
+	switch {
+	case v == 0:
 		return "-"
+	case math.Abs(v) < 0.05:
+		return fmt.Sprintf("%.2g%%", v)
 	}
 	return fmt.Sprintf("%.1f%%", v)
 }

@@ -122,6 +122,19 @@ func TestBaselineNamed(t *testing.T) {
 	}
 }
 
+// TestPctNeverReadsZero: a share too small for one decimal keeps two
+// significant digits; no share at all is "-".
+func TestPctNeverReadsZero(t *testing.T) {
+	for _, tc := range []struct {
+		pct  float64
+		want string
+	}{{0, "-"}, {0.0128, "0.013%"}, {0.049, "0.049%"}, {0.05, "0.1%"}, {0.13, "0.1%"}, {76.4, "76.4%"}} {
+		if got := pctStr(tc.pct); got != tc.want {
+			t.Errorf("pctStr(%v) = %q, want %q", tc.pct, got, tc.want)
+		}
+	}
+}
+
 func TestCaption(t *testing.T) {
 	full := Provenance{Device: "cuda:0", DeviceName: "NVIDIA H200", Commit: "abc123", Date: "2026-11-22T07:45:00Z"}
 	for _, tc := range []struct {

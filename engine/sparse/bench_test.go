@@ -37,6 +37,11 @@ func TestSuites(t *testing.T) {
 			if err := bench.Failed(recs); err != nil {
 				t.Error(err)
 			}
+			for _, r := range recs {
+				if suite == "spgemm" && r.PctPeakGFLOPS+r.PctPeakGBps != 0 {
+					t.Errorf("spgemm %s: a share of a peak (%+v): no peak bounds SpGEMM", r.Variant, r)
+				}
+			}
 			t.Logf("\n%s", bench.Table(recs))
 		}
 	}
