@@ -313,23 +313,25 @@ func writeErrors(b *strings.Builder, recs []Record) {
 	}
 }
 
+// num prints v with prec decimals, or with two significant digits where
+// those decimals would read zero (0.037 GFLOP/s, not 0.0); "-" for none.
 func num(v float64, prec int) string {
-	if v == 0 {
+	switch {
+	case v == 0:
 		return "-"
+	case math.Abs(v) < 0.5*math.Pow10(-prec):
+		return strconv.FormatFloat(v, 'g', 2, 64)
 	}
 	return strconv.FormatFloat(v, 'f', prec, 64)
 }
 
-// pctStr prints a share in percent with one decimal, or two significant
-// digits where that decimal would read 0.0; "-" for none.
+// pctStr prints a share in percent as num does with one decimal: never
+// 0.0%.
 func pctStr(v float64) string {
-	switch {
-	case v == 0:
+	if v == 0 {
 		return "-"
-	case math.Abs(v) < 0.05:
-		return fmt.Sprintf("%.2g%%", v)
 	}
-	return fmt.Sprintf("%.1f%%", v)
+	return num(v, 1) + "%"
 }
 
 // speedup is a record's cell of the "vs" column: its ratio to its

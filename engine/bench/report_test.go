@@ -122,15 +122,24 @@ func TestBaselineNamed(t *testing.T) {
 	}
 }
 
-// TestPctNeverReadsZero: a share too small for one decimal keeps two
-// significant digits; no share at all is "-".
-func TestPctNeverReadsZero(t *testing.T) {
+// TestNumbersNeverReadZero: a figure too small for a table's decimals
+// keeps two significant digits; none at all is "-".
+func TestNumbersNeverReadZero(t *testing.T) {
 	for _, tc := range []struct {
 		pct  float64
 		want string
 	}{{0, "-"}, {0.0128, "0.013%"}, {0.049, "0.049%"}, {0.05, "0.1%"}, {0.13, "0.1%"}, {76.4, "76.4%"}} {
 		if got := pctStr(tc.pct); got != tc.want {
 			t.Errorf("pctStr(%v) = %q, want %q", tc.pct, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		v    float64
+		prec int
+		want string
+	}{{0, 1, "-"}, {0.037, 1, "0.037"}, {0.2, 1, "0.2"}, {8.567, 1, "8.6"}, {0.00003, 4, "3e-05"}, {0.1826, 4, "0.1826"}} {
+		if got := num(tc.v, tc.prec); got != tc.want {
+			t.Errorf("num(%v, %d) = %q, want %q", tc.v, tc.prec, got, tc.want)
 		}
 	}
 }
