@@ -165,7 +165,7 @@ func sparsePhasesCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	device := fs.String("device", "cuda:0", "CUDA device")
 	steps := fs.String("steps", "", "comma-separated steps (default: all of "+strings.Join(sparse.GPUSteps, ", ")+")")
-	jsonPath := fs.String("json", "", "also write the stats to this JSON file")
+	jsonPath := fs.String("json", "", "also write the stats, with the device, commit and date, to this JSON file")
 	window := fs.Int("window", 0, "column width of the windowed dense blocks, a multiple of 1024 up to 32768 (default 16384)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab sparse phases MATRIX [--device cuda:0] [--steps S,...] [--window W] [--json FILE]")
@@ -203,7 +203,10 @@ func sparsePhasesCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *jsonPath != "" {
-		return bench.WriteJSONValue(*jsonPath, stats)
+		return bench.WriteJSONValue(*jsonPath, sparse.PhasesRun{
+			Provenance: bench.Provenance{Device: dev.ID, DeviceName: dev.Name, Commit: bench.Commit(), Date: time.Now().UTC().Format(time.RFC3339)},
+			Matrix:     spec, Steps: stats,
+		})
 	}
 	return nil
 }

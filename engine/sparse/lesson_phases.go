@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"gpulab/engine/bench"
 	"gpulab/engine/plot"
 )
 
@@ -181,6 +182,15 @@ func kinds(groups []string) []string {
 		out = append(out, kind)
 	}
 	return out
+}
+
+// PhasesRun is a Profile run as `lab sparse phases --json` keeps it: where
+// it ran (the device, the commit and the date, which caption its tables:
+// bench.Provenance.Caption), the matrix, and each step's phases.
+type PhasesRun struct {
+	bench.Provenance
+	Matrix string     `json:"matrix"`
+	Steps  []GPUStats `json:"steps"`
 }
 
 // StepStats returns the stats of step among stats, or an error naming the
