@@ -72,7 +72,8 @@ func CPUMarkdown(recs []bench.Record, cores int) string {
 }
 
 // matrixTimes lists, for each size with both variants, "label T1 → T2"
-// of their median times, and counts the sizes where the second is slower.
+// of their median times, and counts the sizes where the second is slower
+// beyond noise (bench.Slower).
 func matrixTimes(r recordSet, from, to string) (items []string, slower, n int) {
 	for _, size := range r.sizes {
 		a, okA := r.get(size, from)
@@ -81,7 +82,7 @@ func matrixTimes(r recordSet, from, to string) (items []string, slower, n int) {
 			continue
 		}
 		n++
-		if b.MedianMS > a.MedianMS {
+		if bench.Slower(b, a) {
 			slower++
 		}
 		items = append(items, fmt.Sprintf("%s %s → %s", Label(size), msText(a.MedianMS), msText(b.MedianMS)))
@@ -113,6 +114,18 @@ func extremes(v []float64) (lo, hi int) {
 		}
 	}
 	return lo, hi
+}
+
+// lead is 1 where x ran faster than y beyond noise (bench.Differ), -1
+// where it ran slower, and 0 where the two are on par.
+func lead(x, y bench.Record) int {
+	switch {
+	case bench.Slower(y, x):
+		return 1
+	case bench.Slower(x, y):
+		return -1
+	}
+	return 0
 }
 
 // SpGEMMLadderMarkdown reads a CUDA spgemm run (cuSPARSE and the steps of
@@ -171,36 +184,41 @@ func SpGEMMLadderMarkdown(recs []bench.Record) string {
 		}
 		add("%s", s)
 	}
-	// The best step against cuSPARSE.
-	var wins, losses []string
+	// The best step against cuSPARSE: a win or a loss beyond noise, else on par.
+	var wins, losses, par []string
 	winPerRow, lossPerRow := math.Inf(1), 0.0 // entries of C per row
 	for _, size := range r.sizes {
 		best, ok := bestOf(r, size, GPUSteps)
-		if !ok {
+		cu, okCu := r.get(size, "cusparse")
+		if !ok || !okCu {
 			continue
 		}
 		item := fmt.Sprintf("%s with step %s at %s", Label(size), best.Variant[:2], times(best.Speedup))
-		if best.Speedup >= 1 {
+		switch lead(best, cu) {
+		case 1:
 			wins = append(wins, item)
 			winPerRow = min(winPerRow, perRow(best, "nnz_c"))
-		} else {
+		case -1:
 			losses = append(losses, item)
 			lossPerRow = max(lossPerRow, perRow(best, "nnz_c"))
+		default:
+			par = append(par, item)
 		}
 	}
-	if len(wins)+len(losses) > 0 {
-		s := "**Against cuSPARSE,** the best step "
+	if len(wins)+len(losses)+len(par) > 0 {
+		var clauses []string
 		if len(wins) > 0 {
-			s += "wins on " + joinAnd(wins)
+			clauses = append(clauses, "wins on "+joinAnd(wins))
 		}
 		if len(losses) > 0 {
-			if len(wins) > 0 {
-				s += " and "
-			}
-			s += "loses on " + joinAnd(losses)
-			if len(wins) > 0 && lossPerRow < winPerRow {
-				s += fmt.Sprintf(". Where it loses, the rows of C are short (at most %.0f entries on average, against at least %.0f where it wins): each row is cheap, and cuSPARSE's fixed costs are lower than the binning round trips", lossPerRow, winPerRow)
-			}
+			clauses = append(clauses, "loses on "+joinAnd(losses))
+		}
+		if len(par) > 0 {
+			clauses = append(clauses, "is on par with it, within noise, on "+joinAnd(par))
+		}
+		s := "**Against cuSPARSE,** the best step " + joinAnd(clauses)
+		if len(wins) > 0 && len(losses) > 0 && lossPerRow < winPerRow {
+			s += fmt.Sprintf(". Where it loses, the rows of C are short (at most %.0f entries on average, against at least %.0f where it wins): each row is cheap, and cuSPARSE's fixed costs are lower than the binning round trips", lossPerRow, winPerRow)
 		}
 		add("%s.", s)
 	}
@@ -216,8 +234,10 @@ func SpGEMMLadderMarkdown(recs []bench.Record) string {
 	if ratios, sizes := gains(r, GPUSteps[3], GPUSteps[4]); len(ratios) > 0 {
 		lo, _ := extremes(ratios)
 		slower := 0
-		for _, x := range ratios {
-			if x < 1 {
+		for _, size := range sizes {
+			a, _ := r.get(size, GPUSteps[3])
+			c, _ := r.get(size, GPUSteps[4])
+			if bench.Slower(c, a) {
 				slower++
 			}
 		}
@@ -230,7 +250,9 @@ func SpGEMMLadderMarkdown(recs []bench.Record) string {
 	if ratios, sizes := gains(r, GPUSteps[3], GPUSteps[5]); len(ratios) > 0 {
 		var same, faster []string
 		for i, size := range sizes {
-			if math.Abs(ratios[i]-1) <= 0.05 {
+			a, _ := r.get(size, GPUSteps[3])
+			b, _ := r.get(size, GPUSteps[5])
+			if !bench.Differ(a, b) {
 				same = append(same, Label(size))
 			} else {
 				faster = append(faster, fmt.Sprintf("%s on %s", times(ratios[i]), Label(size)))
@@ -238,7 +260,7 @@ func SpGEMMLadderMarkdown(recs []bench.Record) string {
 		}
 		s := "**04 → 06, balanced long rows.** "
 		if len(same) > 0 {
-			s += fmt.Sprintf("Step 06 changes only the rows that go to the dense windows: within 5%% of step 04 on %s", joinAnd(same))
+			s += fmt.Sprintf("Step 06 changes only the rows that go to the dense windows: on par with step 04, within noise, on %s", joinAnd(same))
 			if len(faster) > 0 {
 				s += "; "
 			}
@@ -388,18 +410,59 @@ func SpMVMarkdown(recs []bench.Record) string {
 		add("%s.", s)
 	}
 	if s := shares("spmv_stream", false); len(s) > 0 {
-		ahead, n := 0, 0
+		var ahead, par, behind []string
 		for _, size := range r.sizes {
 			st, ok := r.get(size, "spmv_stream")
 			cu, okCu := bestOf(r, size, []string{"cusparse_csr_alg1", "cusparse_csr_alg2"})
-			if ok && okCu {
-				n++
-				if st.MedianMS < cu.MedianMS {
-					ahead++
-				}
+			if !ok || !okCu {
+				continue
+			}
+			switch lead(st, cu) {
+			case 1:
+				ahead = append(ahead, Label(size))
+			case -1:
+				behind = append(behind, Label(size))
+			default:
+				par = append(par, Label(size))
 			}
 		}
-		add("**Stream (03)** gives every block the same amount of data and many independent loads per thread: %s. It is faster than cuSPARSE's better algorithm on %d of %d matrices.", joinAnd(s), ahead, n)
+		var against []string
+		if len(ahead) > 0 {
+			against = append(against, "faster on "+joinAnd(ahead))
+		}
+		if len(par) > 0 {
+			against = append(against, "on par, within noise, on "+joinAnd(par))
+		}
+		if len(behind) > 0 {
+			against = append(against, "slower on "+joinAnd(behind))
+		}
+		text := fmt.Sprintf("**Stream (03)** gives every block the same amount of data and many independent loads per thread: %s.", joinAnd(s))
+		if len(against) > 0 {
+			text += " Against cuSPARSE's better algorithm on each matrix, it is " + joinAnd(against) + "."
+		}
+		add("%s", text)
+	}
+	if s := shares("spmv_sell", false); len(s) > 0 {
+		var padding []string
+		for _, size := range r.sizes {
+			if rec, ok := r.get(size, "spmv_sell"); ok && rec.Params.Float("nnz") > 0 {
+				padding = append(padding, fmt.Sprintf("%s on %s", times(rec.Params.Float("padded_entries")/rec.Params.Float("nnz")), Label(size)))
+			}
+		}
+		text := fmt.Sprintf("**SELL (05)** is step 01's thread per row, with the matrix laid out so that a warp's loads coalesce: %s.", joinAnd(s))
+		if ratios, sizes := gains(r, "spmv_scalar", "spmv_sell"); len(ratios) > 0 {
+			var items []string
+			for i, size := range sizes {
+				items = append(items, fmt.Sprintf("%s on %s", times(ratios[i]), Label(size)))
+			}
+			text += " Against step 01's speed: " + joinAnd(items) + "."
+		}
+		if len(padding) > 0 {
+			text += " Each chunk is as long as its longest row, so the layout holds more entries than the matrix: " + joinAnd(padding) + " as many."
+		}
+		add("%s", text)
+	} else if _, ok := r.get(r.sizes[0], "spmv_scalar"); ok {
+		add("**SELL (05)** is not in these records: the run predates step 05, or left it out.")
 	}
 	var capped, passed []string
 	for _, size := range r.sizes {
@@ -479,7 +542,7 @@ func DeviceChangeMarkdown(first, second []bench.Record) string {
 		}
 	}
 	var out strings.Builder
-	same := ""
+	same := fmt.Sprintf(", commits `%s` and `%s`: the source may differ as well as the GPU", first[0].Commit, second[0].Commit)
 	if first[0].Commit == second[0].Commit {
 		same = fmt.Sprintf(", the same commit `%s`", first[0].Commit)
 	}
