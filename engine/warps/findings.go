@@ -537,6 +537,13 @@ func distinct(recs []bench.Record, key string) []float64 {
 	return vs
 }
 
+// judgeIntensity reads the sweep of F in two stages. Up to some F the
+// time stays within noise of F=1: the added FMAs are free. Beyond it, a
+// kernel still waits on memory while each step of the sweep raises its
+// time by less than the square root of the step's factor in FMAs, the
+// geometric midpoint between no cost (a time that stays put) and a cost
+// in proportion (a time that follows the arithmetic): √2 for each
+// doubling of F.
 func judgeIntensity(recs []bench.Record) (finding, bool) {
 	rs := kept(recs, func(r bench.Record) bool { return r.OK })
 	slices.SortFunc(rs, func(a, b bench.Record) int { return cmp.Compare(a.Params.Float("f"), b.Params.Float("f")) })
@@ -544,15 +551,24 @@ func judgeIntensity(recs []bench.Record) (finding, bool) {
 		return finding{}, false
 	}
 	base, last := rs[0], rs[len(rs)-1]
-	flat := 0 // the last index whose time is within noise of F=1 (or below it), with all before it
-	for flat+1 < len(rs) && !bench.Slower(rs[flat+1], base) {
-		flat++
+	fOf := func(i int) float64 { return rs[i].Params.Float("f") }
+	free := 0 // the last index whose time is within noise of F=1 (or below it), with all before it
+	for free+1 < len(rs) && !bench.Slower(rs[free+1], base) {
+		free++
+	}
+	memory := free // the last index up to which every step cost less than the square root of its factor in FMAs
+	for memory+1 < len(rs) && rs[memory+1].MedianMS/rs[memory].MedianMS < math.Sqrt(fOf(memory+1)/fOf(memory)) {
+		memory++
 	}
 	f := finding{}
-	if flat > 0 {
-		f.measured = fmt.Sprintf("The time stayed within noise of F=1 (or below it) up to F=%g", rs[flat].Params.Float("f"))
+	if free > 0 {
+		f.measured = fmt.Sprintf("The time stayed within noise of F=1 (or below it) up to F=%g", fOf(free))
 	} else {
-		f.measured = fmt.Sprintf("The time grew from the first added FMA: F=%g took %s", rs[1].Params.Float("f"), against(rs[1], base, "F=1"))
+		f.measured = fmt.Sprintf("The time grew from the first added FMA: F=%g took %s", fOf(1), against(rs[1], base, "F=1"))
+	}
+	if memory > free {
+		f.measured += fmt.Sprintf("; up to F=%g each doubling of the FMAs raised the time by less than √2, half-way (geometrically) between no cost and a cost in proportion: F=%g took %s",
+			fOf(memory), fOf(memory), against(rs[memory], base, "F=1"))
 	}
 	f.measured += fmt.Sprintf("; F=%g took %s.", last.Params.Float("f"), against(last, base, "F=1"))
 	peakGFLOPS, peakGBps := peaksOf(rs)
@@ -561,14 +577,21 @@ func judgeIntensity(recs []bench.Record) (finding, bool) {
 		f.measured += fmt.Sprintf(" At F=%g the kernel ran at %s GFLOP/s, %s of the FP32 peak of %s GFLOP/s; this device's ridge point is at %s FLOP/byte, near F=%s.",
 			last.Params.Float("f"), sig3(last.GFLOPS), share(last.GFLOPS/peakGFLOPS), sig3(peakGFLOPS), sig3(ridge), sig3(4*ridge))
 	}
-	f.key = fmt.Sprintf("time grew from F=%g; F=%g at %s GFLOP/s", rs[1].Params.Float("f"), last.Params.Float("f"), sig3(last.GFLOPS))
-	if flat > 0 {
-		f.key = fmt.Sprintf("time flat up to F=%g; F=%g at %s GFLOP/s", rs[flat].Params.Float("f"), last.Params.Float("f"), sig3(last.GFLOPS))
+	f.key = fmt.Sprintf("time grew from F=%g", fOf(1))
+	if free > 0 {
+		f.key = fmt.Sprintf("time flat up to F=%g", fOf(free))
 	}
-	if flat > 0 {
-		f.verdict, f.why = holds, fmt.Sprintf("up to F=%g the added FMAs were free: the kernel waited on memory, and only its bytes mattered.", rs[flat].Params.Float("f"))
-	} else {
-		f.verdict, f.why = doesNotHold, "every added FMA cost time: the arithmetic, not memory, set the time from the start."
+	if memory > free {
+		f.key += fmt.Sprintf(", under √2 per doubling up to F=%g", fOf(memory))
+	}
+	f.key += fmt.Sprintf("; F=%g at %s GFLOP/s", last.Params.Float("f"), sig3(last.GFLOPS))
+	switch {
+	case memory > free:
+		f.verdict, f.why = holds, fmt.Sprintf("up to F=%g the added FMAs cost less than their share of the time: the kernel waited on memory, and its bytes set most of the time.", fOf(memory))
+	case free > 0:
+		f.verdict, f.why = holds, fmt.Sprintf("up to F=%g the added FMAs were free: the kernel waited on memory, and only its bytes mattered.", fOf(free))
+	default:
+		f.verdict, f.why = doesNotHold, "doubling the FMAs from F=1 already raised the time by √2 or more: the arithmetic, not memory, set the time from the start."
 	}
 	return f, true
 }

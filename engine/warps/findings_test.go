@@ -83,7 +83,8 @@ func TestFindingsOfRecordedRuns(t *testing.T) {
 			"each work-group barrier added 10.2 ps at 32 and 20.2 ps at 256", "is cheap holds in part:*", "costs less than one in a group of 256"}},
 		{"occupancy", []string{"(ACC=1), bandwidth was 848 GB/s at 25% occupancy and 2654 GB/s at 100%", "ACC=32 it was 3466 GB/s at 25% occupancy and 3830 GB/s at 100%",
 			"latency holds in part:*", "kept 91% of the highest's bandwidth", "**opencl:1:0**", "Reserving 32 KiB of local memory", "1.28× the time of no reservation", "latency holds:*"}},
-		{"intensity", []string{"within noise of F=1 (or below it) up to F=16", "51872 GFLOP/s, 78% of the FP32 peak", "ridge point is at 13.9 FLOP/byte", "wait on memory holds:*"}},
+		{"intensity", []string{"within noise of F=1 (or below it) up to F=16", "; up to F=64 each doubling of the FMAs raised the time by less than √2",
+			"51872 GFLOP/s, 78% of the FP32 peak", "ridge point is at 13.9 FLOP/byte", "wait on memory holds:* up to F=64 the added FMAs cost less than their share"}},
 		{"banks", []string{"162 µs (1-way)", "4.28 ms (32-way)", "took 20.5× the time of stride 32 padded by one word", "rank correlation", "is 0.97",
 			"4 words (4-way), stride 32 took 2.65×", "bank conflicts holds:*"}},
 		{"filter", []string{"blur through a texture object took 3.26× the time of blur_plain", "beat buffers does not hold:*",
@@ -181,7 +182,14 @@ func TestFindingsOnACPUDevice(t *testing.T) {
 			timed("intensity", "f1", 1, true, p("f", 1)),
 			timed("intensity", "f2", 1.5, true, p("f", 2)),
 			timed("intensity", "f4", 3, true, p("f", 4)),
-		}, []string{"grew from the first added FMA: F=2 took 1.50× the time of F=1", "wait on memory does not hold:*"}},
+		}, []string{"grew from the first added FMA: F=2 took 1.50× the time of F=1", "wait on memory does not hold:*", "already raised the time by √2 or more"}},
+		{"FMAs cheap but not free", []bench.Record{
+			timed("intensity", "f1", 1, true, p("f", 1)),
+			timed("intensity", "f2", 1.07, true, p("f", 2)),
+			timed("intensity", "f4", 1.44, true, p("f", 4)),
+			timed("intensity", "f8", 2.36, true, p("f", 8)),
+		}, []string{"grew from the first added FMA: F=2 took 1.07× the time of F=1; up to F=4 each doubling of the FMAs raised the time by less than √2",
+			"F=4 took 1.44× the time of F=1; F=8 took 2.36× the time of F=1.", "wait on memory holds:* up to F=4 the added FMAs cost less than their share"}},
 	} {
 		md := Findings(tc.recs)
 		at := 0
