@@ -567,8 +567,10 @@ func judgeIntensity(recs []bench.Record) (finding, bool) {
 		f.measured = fmt.Sprintf("The time grew from the first added FMA: F=%g took %s", fOf(1), against(rs[1], base, "F=1"))
 	}
 	if memory > free {
-		f.measured += fmt.Sprintf("; up to F=%g each doubling of the FMAs raised the time by less than √2, half-way (geometrically) between no cost and a cost in proportion: F=%g took %s",
-			fOf(memory), fOf(memory), against(rs[memory], base, "F=1"))
+		f.measured += fmt.Sprintf("; up to F=%g each doubling of the FMAs raised the time by less than √2, half-way (geometrically) between no cost and a cost in proportion", fOf(memory))
+		if memory > 1 { // F=2's time is already told
+			f.measured += fmt.Sprintf(": F=%g took %s", fOf(memory), against(rs[memory], base, "F=1"))
+		}
 	}
 	f.measured += fmt.Sprintf("; F=%g took %s.", last.Params.Float("f"), against(last, base, "F=1"))
 	peakGFLOPS, peakGBps := peaksOf(rs)

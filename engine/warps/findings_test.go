@@ -190,6 +190,11 @@ func TestFindingsOnACPUDevice(t *testing.T) {
 			timed("intensity", "f8", 2.36, true, p("f", 8)),
 		}, []string{"grew from the first added FMA: F=2 took 1.07× the time of F=1; up to F=4 each doubling of the FMAs raised the time by less than √2",
 			"F=4 took 1.44× the time of F=1; F=8 took 2.36× the time of F=1.", "wait on memory holds:* up to F=4 the added FMAs cost less than their share"}},
+		{"F=2 cheap, F=4 not", []bench.Record{
+			timed("intensity", "f1", 1, true, p("f", 1)),
+			timed("intensity", "f2", 1.08, true, p("f", 2)),
+			timed("intensity", "f4", 2, true, p("f", 4)),
+		}, []string{"F=2 took 1.08× the time of F=1; up to F=2 each doubling of the FMAs raised the time by less than √2, half-way (geometrically) between no cost and a cost in proportion; F=4 took 2.00× the time of F=1."}},
 	} {
 		md := Findings(tc.recs)
 		at := 0
