@@ -304,11 +304,11 @@ func TestRecordedAsRun(t *testing.T) {
 			t.Errorf("%s ran on %s (%s)", r.Variant, r.Device, r.DeviceName)
 		}
 	}
-	md := nb.RecordedMarkdown(nb.Filter(two, sqfd.SeveralGPUs), sqfd.RecordedTwoGPUs)
+	md := recordedMarkdown(t, nb.Filter(two, sqfd.SeveralGPUs), sqfd.RecordedTwoGPUs)
 	contains(t, "two GPUs", md, "*Recorded on NVIDIA H200 (`cuda:0`) and 2 × NVIDIA H200 (`cuda:0,cuda:1`), commit",
 		"| cuda_assign_shared_x2 | 3.1311 | - | 43522.6 | 32.5% | 1.79x cuda_assign_shared |",
 		"| cuda_fit | 104.0318 | - | - | - | (baseline) |", "| cuda_fit_x2 | 53.1066 | - | - | - | 1.96x cuda_fit |")
-	md = nb.RecordedMarkdown(nb.Filter(recorded(t, "h200-kmedoids-cpu-ratio.json"), sqfd.OneDevicePasses), sqfd.RecordedCPURatio)
+	md = recordedMarkdown(t, nb.Filter(recorded(t, "h200-kmedoids-cpu-ratio.json"), sqfd.OneDevicePasses), sqfd.RecordedCPURatio)
 	contains(t, "CPU ratio", md, "*Recorded on the host's CPU (`cpu`) and NVIDIA H200 (`cuda:0`), commit",
 		"| kmedoids | cpu | sigs:n=3000,k=20 | cpu_assignment | 460.4306 | - | 2.0 | - | (baseline) |",
 		"| cuda_scores_shared | 0.8295 | - | 13245.9 | 19.8% | 10609.96x cpu_scores |")
@@ -322,8 +322,19 @@ func TestDocsTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	for file, command := range map[string]string{"h200x2-kmedoids.json": sqfd.RecordedTwoGPUs, "h200-kmedoids-cpu-ratio.json": sqfd.RecordedCPURatio} {
-		if want := nb.RecordedMarkdown(recorded(t, file), command); !strings.Contains(string(doc), want) {
+		if want := recordedMarkdown(t, recorded(t, file), command); !strings.Contains(string(doc), want) {
 			t.Errorf("docs/kmedoids.md lacks the table of %s:\n%s", file, want)
 		}
 	}
+}
+
+// recordedMarkdown is nb.RecordedMarkdown, failing the test on a record
+// that cannot be captioned.
+func recordedMarkdown(t *testing.T, recs []bench.Record, command string) string {
+	t.Helper()
+	md, err := nb.RecordedMarkdown(recs, command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return md
 }
