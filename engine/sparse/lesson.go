@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -121,19 +120,6 @@ func geomean(v []float64) float64 {
 		logs += math.Log(x)
 	}
 	return math.Exp(logs / float64(len(v)))
-}
-
-// joinAnd joins items as a sentence does: "a", "a and b", "a, b and c";
-// with semicolons when an item has a comma of its own: "a, 1; b, 2; and c".
-func joinAnd(items []string) string {
-	if len(items) <= 1 {
-		return strings.Join(items, "")
-	}
-	sep, last := ", ", " and "
-	if slices.ContainsFunc(items, func(s string) bool { return strings.Contains(s, ",") }) {
-		sep, last = "; ", "; and "
-	}
-	return strings.Join(items[:len(items)-1], sep) + last + items[len(items)-1]
 }
 
 // recordSet indexes the passing records of one run by size, then variant; sizes

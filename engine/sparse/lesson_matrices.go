@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"gpulab/engine/bench"
 	"gpulab/engine/plot"
 )
 
@@ -135,11 +136,11 @@ func RowSkewMarkdown(s []RowSkew) string {
 	b.WriteString("\n")
 	if len(flat) > 0 {
 		fmt.Fprintf(&b, "In %s, no row is longer than %s the mean: every row has about the same length, so one thread or warp per row balances itself. ",
-			joinAnd(flat), times(flatMax))
+			bench.JoinAnd(flat), times(flatMax))
 	}
 	if len(skew) > 0 {
 		fmt.Fprintf(&b, "The rows are skewed elsewhere: %s. Most rows are short and a few hub rows hold much of the work, so one thread per row would leave most threads idle while a few finish the hubs.",
-			joinAnd(skew))
+			bench.JoinAnd(skew))
 	}
 	return b.String() + "\n"
 }
@@ -200,10 +201,10 @@ func ExpansionMarkdown(es []Expansion) string {
 	}
 	b.WriteString("\n")
 	if len(fresh) > 0 {
-		fmt.Fprintf(&b, "On %s, almost every product is a new entry of C. ", joinAnd(fresh))
+		fmt.Fprintf(&b, "On %s, almost every product is a new entry of C. ", bench.JoinAnd(fresh))
 	}
 	if len(merged) > 0 {
-		fmt.Fprintf(&b, "On %s, several products meet at each entry: %s on average. ", joinAnd(merged), joinAnd(perEntry))
+		fmt.Fprintf(&b, "On %s, several products meet at each entry: %s on average. ", bench.JoinAnd(merged), bench.JoinAnd(perEntry))
 	}
 	if most.EntriesC > 0 {
 		fmt.Fprintf(&b, "An output sized by products, one slot per product, is then up to %.1f times C, on %s: that is what step 01 below allocates, and what step 02's exact count avoids.",

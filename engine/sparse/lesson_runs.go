@@ -66,7 +66,7 @@ func CPUMarkdown(recs []bench.Record, cores int) string {
 			}
 			parts = append(parts, s)
 		}
-		fmt.Fprintf(&b, "- **%s:** against %s (%s): %s.\n", Label(size), base.Variant, msText(base.MedianMS), joinAnd(parts))
+		fmt.Fprintf(&b, "- **%s:** against %s (%s): %s.\n", Label(size), base.Variant, msText(base.MedianMS), bench.JoinAnd(parts))
 	}
 	return b.String()
 }
@@ -177,10 +177,10 @@ func SpGEMMLadderMarkdown(recs []bench.Record) string {
 		}
 		s := "**03 → 04, binning.** "
 		if len(items) > 0 {
-			s += "Step 04, with a table sized to each row, runs " + joinAnd(items) + " as fast as step 03's one table for every row. "
+			s += "Step 04, with a table sized to each row, runs " + bench.JoinAnd(items) + " as fast as step 03's one table for every row. "
 		}
 		if len(ties) > 0 {
-			s += fmt.Sprintf("On %s the two are within 10%%: the time is in the long rows, which both send to the same dense windows (section 6 times them).", joinAnd(ties))
+			s += fmt.Sprintf("On %s the two are within 10%%: the time is in the long rows, which both send to the same dense windows (section 6 times them).", bench.JoinAnd(ties))
 		}
 		add("%s", s)
 	}
@@ -208,15 +208,15 @@ func SpGEMMLadderMarkdown(recs []bench.Record) string {
 	if len(wins)+len(losses)+len(par) > 0 {
 		var clauses []string
 		if len(wins) > 0 {
-			clauses = append(clauses, "wins on "+joinAnd(wins))
+			clauses = append(clauses, "wins on "+bench.JoinAnd(wins))
 		}
 		if len(losses) > 0 {
-			clauses = append(clauses, "loses on "+joinAnd(losses))
+			clauses = append(clauses, "loses on "+bench.JoinAnd(losses))
 		}
 		if len(par) > 0 {
-			clauses = append(clauses, "is on par with it, within noise, on "+joinAnd(par))
+			clauses = append(clauses, "is on par with it, within noise, on "+bench.JoinAnd(par))
 		}
-		s := "**Against cuSPARSE,** the best step " + joinAnd(clauses)
+		s := "**Against cuSPARSE,** the best step " + bench.JoinAnd(clauses)
 		if len(wins) > 0 && len(losses) > 0 && lossPerRow < winPerRow {
 			s += fmt.Sprintf(". Where it loses, the rows of C are short (at most %.0f entries on average, against at least %.0f where it wins): each row is cheap, and cuSPARSE's fixed costs are lower than the binning round trips", lossPerRow, winPerRow)
 		}
@@ -260,13 +260,13 @@ func SpGEMMLadderMarkdown(recs []bench.Record) string {
 		}
 		s := "**04 → 06, balanced long rows.** "
 		if len(same) > 0 {
-			s += fmt.Sprintf("Step 06 changes only the rows that go to the dense windows: on par with step 04, within noise, on %s", joinAnd(same))
+			s += fmt.Sprintf("Step 06 changes only the rows that go to the dense windows: on par with step 04, within noise, on %s", bench.JoinAnd(same))
 			if len(faster) > 0 {
 				s += "; "
 			}
 		}
 		if len(faster) > 0 {
-			s += "step 04's speed times " + joinAnd(faster)
+			s += "step 04's speed times " + bench.JoinAnd(faster)
 		}
 		add("%s.", s)
 	}
@@ -284,7 +284,7 @@ func SpGEMMLadderMarkdown(recs []bench.Record) string {
 		}
 	}
 	if len(means) > 0 {
-		add("**Geometric mean against cuSPARSE:** %s.", joinAnd(means))
+		add("**Geometric mean against cuSPARSE:** %s.", bench.JoinAnd(means))
 	}
 	b.WriteString("\n")
 	for _, s := range bullets {
@@ -369,7 +369,7 @@ func SpMVMarkdown(recs []bench.Record) string {
 		return out
 	}
 	if s := shares("spmv_scalar", true); len(s) > 0 {
-		add("**Scalar (01),** a thread per row, reaches %s. A thread reads its row's entries one after another, which suits short rows of even length; a warp waits for its longest row.", joinAnd(s))
+		add("**Scalar (01),** a thread per row, reaches %s. A thread reads its row's entries one after another, which suits short rows of even length; a warp waits for its longest row.", bench.JoinAnd(s))
 	}
 	var idle []string
 	for _, size := range r.sizes {
@@ -380,9 +380,9 @@ func SpMVMarkdown(recs []bench.Record) string {
 		}
 	}
 	if len(idle) > 0 {
-		s := "**Vector (02),** a warp per row, wastes lanes on short rows: " + joinAnd(idle) + "."
+		s := "**Vector (02),** a warp per row, wastes lanes on short rows: " + bench.JoinAnd(idle) + "."
 		if a := shares("spmv_vector_adaptive", false); len(a) > 0 {
-			s += " With lanes matched to the mean row length it reaches " + joinAnd(a) + ": each group has one row, and waits on three loads in a row (bounds, then columns and values, then x)."
+			s += " With lanes matched to the mean row length it reaches " + bench.JoinAnd(a) + ": each group has one row, and waits on three loads in a row (bounds, then columns and values, then x)."
 		}
 		add("%s", s)
 	}
@@ -399,13 +399,13 @@ func SpMVMarkdown(recs []bench.Record) string {
 		}
 		s := "**Vector with rows in flight (04)** keeps step 02's layout and issues the loads of several rows before using any: "
 		if len(up) > 0 {
-			s += "step 02's speed times " + joinAnd(up)
+			s += "step 02's speed times " + bench.JoinAnd(up)
 		}
 		if len(down) > 0 {
 			if len(up) > 0 {
 				s += ", but "
 			}
-			s += "only " + joinAnd(down) + ": a group walks its rows until the longest is done, so one long row holds up the others"
+			s += "only " + bench.JoinAnd(down) + ": a group walks its rows until the longest is done, so one long row holds up the others"
 		}
 		add("%s.", s)
 	}
@@ -428,17 +428,17 @@ func SpMVMarkdown(recs []bench.Record) string {
 		}
 		var against []string
 		if len(ahead) > 0 {
-			against = append(against, "faster on "+joinAnd(ahead))
+			against = append(against, "faster on "+bench.JoinAnd(ahead))
 		}
 		if len(par) > 0 {
-			against = append(against, "on par, within noise, on "+joinAnd(par))
+			against = append(against, "on par, within noise, on "+bench.JoinAnd(par))
 		}
 		if len(behind) > 0 {
-			against = append(against, "slower on "+joinAnd(behind))
+			against = append(against, "slower on "+bench.JoinAnd(behind))
 		}
-		text := fmt.Sprintf("**Stream (03)** gives every block the same amount of data and many independent loads per thread: %s.", joinAnd(s))
+		text := fmt.Sprintf("**Stream (03)** gives every block the same amount of data and many independent loads per thread: %s.", bench.JoinAnd(s))
 		if len(against) > 0 {
-			text += " Against cuSPARSE's better algorithm on each matrix, it is " + joinAnd(against) + "."
+			text += " Against cuSPARSE's better algorithm on each matrix, it is " + bench.JoinAnd(against) + "."
 		}
 		add("%s", text)
 	}
@@ -449,16 +449,16 @@ func SpMVMarkdown(recs []bench.Record) string {
 				padding = append(padding, fmt.Sprintf("%s on %s", times(rec.Params.Float("padded_entries")/rec.Params.Float("nnz")), Label(size)))
 			}
 		}
-		text := fmt.Sprintf("**SELL (05)** is step 01's thread per row, with the matrix laid out so that a warp's loads coalesce: %s.", joinAnd(s))
+		text := fmt.Sprintf("**SELL (05)** is step 01's thread per row, with the matrix laid out so that a warp's loads coalesce: %s.", bench.JoinAnd(s))
 		if ratios, sizes := gains(r, "spmv_scalar", "spmv_sell"); len(ratios) > 0 {
 			var items []string
 			for i, size := range sizes {
 				items = append(items, fmt.Sprintf("%s on %s", times(ratios[i]), Label(size)))
 			}
-			text += " Against step 01's speed: " + joinAnd(items) + "."
+			text += " Against step 01's speed: " + bench.JoinAnd(items) + "."
 		}
 		if len(padding) > 0 {
-			text += " Each chunk is as long as its longest row, so the layout holds more entries than the matrix: " + joinAnd(padding) + " as many."
+			text += " Each chunk is as long as its longest row, so the layout holds more entries than the matrix: " + bench.JoinAnd(padding) + " as many."
 		}
 		add("%s", text)
 	} else if _, ok := r.get(r.sizes[0], "spmv_scalar"); ok {
@@ -482,7 +482,7 @@ func SpMVMarkdown(recs []bench.Record) string {
 		add("**The x gather caps the random matrices.** The probe only reads the column indices and the x they name, which every CSR kernel must do: %s. No CSR kernel can pass the probe there.", strings.Join(capped, "; "))
 	}
 	if len(passed) > 0 {
-		add("**On %s the probe passes the bound:** neighbouring rows read the same x, so the gather costs less than the bytes the bound counts.", joinAnd(passed))
+		add("**On %s the probe passes the bound:** neighbouring rows read the same x, so the gather costs less than the bytes the bound counts.", bench.JoinAnd(passed))
 	}
 	var b strings.Builder
 	for _, s := range bullets {
@@ -509,7 +509,7 @@ func BaselineMarkdown(recs []bench.Record, variants ...string) string {
 			parts = append(parts, fmt.Sprintf("%s %s (%s)", v, msText(rec.MedianMS), times(rec.Speedup)))
 		}
 		if len(parts) > 0 {
-			fmt.Fprintf(&b, "- **%s:** %s, against %s.\n", Label(size), joinAnd(parts), base)
+			fmt.Fprintf(&b, "- **%s:** %s, against %s.\n", Label(size), bench.JoinAnd(parts), base)
 		}
 	}
 	return b.String()

@@ -64,15 +64,6 @@ func TestNumberText(t *testing.T) {
 	if got := geomean([]float64{1, 4}); got != 2 {
 		t.Errorf("geomean: %g", got)
 	}
-	for items, want := range map[string]string{"": "", "a": "a", "a|b": "a and b", "a|b|c": "a, b and c", "a, 1|b|c, 3": "a, 1; b; and c, 3"} {
-		var list []string
-		if items != "" {
-			list = strings.Split(items, "|")
-		}
-		if got := joinAnd(list); got != want {
-			t.Errorf("joinAnd(%q) = %q, want %q", items, got, want)
-		}
-	}
 }
 
 // rec is a passing record of a run on one device.

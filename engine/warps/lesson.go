@@ -359,6 +359,8 @@ func intensityFigures(recs []bench.Record) []*plot.Figure {
 type FilterPanel struct {
 	Title string
 	RGB   []float32
+	what  string   // the filter, "5×5 Gaussian blur"
+	runs  []string // the kernels and devices that drew it, "blur_image on opencl:0:0"
 }
 
 // FilterPanels runs each filter once on dev through the image (OpenCL
@@ -377,12 +379,62 @@ func FilterPanels(dev *engine.Device, img []float32, w, h int) ([]FilterPanel, e
 		}
 		filter, _, _ := strings.Cut(v, "_")
 		what := map[string]string{"blur": "5×5 Gaussian blur", "sobel": "Sobel gradient magnitude"}[filter]
-		panels = append(panels, FilterPanel{Title: fmt.Sprintf("%s on %s: %s", v, dev.ID, what), RGB: GrayRGB(out)})
+		runs := []string{fmt.Sprintf("%s on %s", v, dev.ID)}
+		panels = append(panels, FilterPanel{Title: panelTitle(what, runs), RGB: GrayRGB(out), what: what, runs: runs})
 	}
 	if len(panels) == 0 {
 		return nil, fmt.Errorf("warps: filter: %s runs no filter kernels; pick a CUDA or OpenCL device", dev.ID)
 	}
 	return panels, nil
+}
+
+// FilterPanelsOn is FilterPanels on each device of ids, opened and closed
+// here, with each picture shown once: panels of one filter whose pixels
+// are equal bit for bit become one, titled with every kernel and device
+// that drew it. Devices that disagree get a panel each.
+func FilterPanelsOn(ids []string, img []float32, w, h int) ([]FilterPanel, error) {
+	var all []FilterPanel
+	for _, id := range ids {
+		dev, err := engine.Open(id)
+		if err != nil {
+			return nil, err
+		}
+		panels, err := FilterPanels(dev, img, w, h)
+		dev.Close()
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, panels...)
+	}
+	return samePictures(all), nil
+}
+
+// samePictures merges the panels of one filter with equal pixels, keeping
+// the order in which each picture first came.
+func samePictures(panels []FilterPanel) []FilterPanel {
+	var out []FilterPanel
+next:
+	for _, p := range panels {
+		for i := range out {
+			if out[i].what == p.what && slices.Equal(out[i].RGB, p.RGB) {
+				out[i].runs = append(out[i].runs, p.runs...)
+				out[i].Title = panelTitle(out[i].what, out[i].runs)
+				continue next
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// panelTitle is "blur_image on opencl:0:0: 5×5 Gaussian blur", or for a
+// picture several kernels drew, "5×5 Gaussian blur by a and b, the same
+// picture bit for bit".
+func panelTitle(what string, runs []string) string {
+	if len(runs) == 1 {
+		return runs[0] + ": " + what
+	}
+	return fmt.Sprintf("%s by %s, the same picture bit for bit", what, bench.JoinAnd(runs))
 }
 
 // GrayRGB repeats each gray value three times, the RGB layout of nb.Image.

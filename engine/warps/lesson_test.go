@@ -224,6 +224,33 @@ func TestFilterPanels(t *testing.T) {
 	})
 }
 
+// TestSamePictures: pictures of one filter that are equal bit for bit are
+// shown once, titled with every kernel that drew them; a device that
+// disagrees, or another filter with the same pixels, keeps its own panel.
+func TestSamePictures(t *testing.T) {
+	panel := func(what, run string, px ...float32) FilterPanel {
+		return FilterPanel{Title: panelTitle(what, []string{run}), RGB: px, what: what, runs: []string{run}}
+	}
+	got := samePictures([]FilterPanel{
+		panel("blur", "blur_image on opencl:0:0", 1, 2), panel("sobel", "sobel_image on opencl:0:0", 3, 4),
+		panel("blur", "blur_image on opencl:1:0", 1, 2), panel("sobel", "sobel_image on opencl:1:0", 3, 5),
+		panel("blur", "blur_texture on cuda:0", 1, 2), panel("edges", "edges on cuda:0", 1, 2),
+	})
+	want := []string{
+		"blur by blur_image on opencl:0:0, blur_image on opencl:1:0 and blur_texture on cuda:0, the same picture bit for bit",
+		"sobel_image on opencl:0:0: sobel",
+		"sobel_image on opencl:1:0: sobel",
+		"edges on cuda:0: edges",
+	}
+	var titles []string
+	for _, p := range got {
+		titles = append(titles, p.Title)
+	}
+	if !slices.Equal(titles, want) {
+		t.Errorf("titles\n%q\nwant\n%q", titles, want)
+	}
+}
+
 func TestGrayRGB(t *testing.T) {
 	if got := GrayRGB([]float32{0.25, 1}); !slices.Equal(got, []float32{0.25, 0.25, 0.25, 1, 1, 1}) {
 		t.Errorf("GrayRGB = %v", got)

@@ -178,7 +178,7 @@ func NotShownMarkdown(recs []bench.Record, variants ...string) string {
 		}
 	}
 	if len(absent) > 0 {
-		fmt.Fprintf(&b, "\nThis run did not time %s.\n", joinAnd(absent))
+		fmt.Fprintf(&b, "\nThis run did not time %s.\n", bench.JoinAnd(absent))
 	}
 	return b.String()
 }
@@ -268,17 +268,7 @@ func (g group) list(variants []string) string {
 			parts = append(parts, fmt.Sprintf("%s with %s", durationText(t), variantText[v]))
 		}
 	}
-	return joinAnd(parts)
-}
-
-func joinAnd(parts []string) string {
-	switch len(parts) {
-	case 0:
-		return ""
-	case 1:
-		return parts[0]
-	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	return bench.JoinAnd(parts)
 }
 
 // checks says whether the group's records passed their check, and how far
@@ -295,7 +285,7 @@ func (g group) checks() string {
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Sprintf("%s failed the check: the errors are under the table.", joinAnd(failed))
+		return fmt.Sprintf("%s failed the check: the errors are under the table.", bench.JoinAnd(failed))
 	}
 	if base == "" {
 		return ""
@@ -491,7 +481,7 @@ func pipelinePhases(g group) string {
 			update = append(update, fmt.Sprintf("%s with %s", durationText(p.update), u))
 		}
 	}
-	s := "- The assignment takes " + joinAnd(assign) + ".\n- The update takes " + joinAnd(update)
+	s := "- The assignment takes " + bench.JoinAnd(assign) + ".\n- The update takes " + bench.JoinAnd(update)
 	if updated["09"] {
 		s += "; 09 also measures the inertia exactly, in the same pass"
 	}

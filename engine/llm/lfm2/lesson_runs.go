@@ -662,7 +662,7 @@ func MicroBatchMarkdown(pairs ...[2]*Run) (string, error) {
 		sentences = append(sentences, fmt.Sprintf("%s %s %s going from about %d to about %d sequences per micro-batch",
 			p[0].GPU(), verb, runPct(math.Abs(change)), perMB[0], perMB[1]))
 	}
-	b.WriteString("\n" + joinSentence(sentences) + ".\n")
+	b.WriteString("\n" + bench.JoinAnd(sentences) + ".\n")
 	return b.String(), nil
 }
 

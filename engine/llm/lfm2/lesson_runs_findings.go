@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"gpulab/engine/bench"
 	"gpulab/engine/plot"
 )
 
@@ -40,7 +41,7 @@ func PrefillFindings(r *Run, hf *HFPeer) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("- **Where the time goes** (%s): %s The next operations are %s. The lanes overlap, so the operations add up to more than the %s of the fastest prefill.\n- **Against HF transformers:** %s\n",
-		r.Source(), share, joinSentence(next), runMS(r.PrefillMS), versus), nil
+		r.Source(), share, bench.JoinAnd(next), runMS(r.PrefillMS), versus), nil
 }
 
 // expertShare says what share of the prefill's summed GPU time the experts
@@ -55,7 +56,7 @@ func expertShare(r *Run) (string, error) {
 		return "", fmt.Errorf("lfm2: %s (%s): no expert operation in the prefill profile", r.Model, r.Source())
 	}
 	return fmt.Sprintf("the experts (%s) take %s of the summed GPU time, %s of %s.",
-		joinSentence(codeSpans(names)), runPct(experts/total), runMS(experts), runMS(total)), nil
+		bench.JoinAnd(codeSpans(names)), runPct(experts/total), runMS(experts), runMS(total)), nil
 }
 
 // prefillVersusHF sets the run's samples/s against HF's, in batches of 64
@@ -245,11 +246,11 @@ func DecodeFindings(before, after *Run, hf *HFPeer) (string, error) {
 	}
 	if len(faster) > 0 {
 		bullets = append(bullets, fmt.Sprintf("%s shrank %s, beyond the %s that the %s's bandwidth over the %s's accounts for.",
-			joinSentence(codeSpans(faster)), runRange(fasterR), runX(bw), after.shortGPU(), before.shortGPU()))
+			bench.JoinAnd(codeSpans(faster)), runRange(fasterR), runX(bw), after.shortGPU(), before.shortGPU()))
 	}
 	if len(same) > 0 {
 		bullets = append(bullets, fmt.Sprintf("%s stayed within %s: less than the bandwidth ratio, so memory does not bound them; their launches and short grids are the likelier suspects.",
-			joinSentence(codeSpans(same)), runRange(sameR)))
+			bench.JoinAnd(codeSpans(same)), runRange(sameR)))
 	}
 	es := elemBytes(after)
 	var shares []string
@@ -297,7 +298,7 @@ func MoEFindings(r *Run) (string, error) {
 	for _, p := range r.MoE {
 		walls = append(walls, fmt.Sprintf("%s (%s)", runMS(p.WallMS), p.Path))
 	}
-	bullets := []string{fmt.Sprintf("The profiled prefills take %s (%s).", joinSentence(walls), r.Source())}
+	bullets := []string{fmt.Sprintf("The profiled prefills take %s (%s).", bench.JoinAnd(walls), r.Source())}
 	if wgmma, err := r.MoEPath(MoEWgmma); err == nil {
 		var diffs []string
 		for _, o := range wgmma.Ops {
@@ -374,7 +375,7 @@ func PipelineFindings(one *Run, pipes ...*Run) (string, error) {
 			busy, sum = append(busy, runMS(st.BusyMS)), sum+st.BusyMS
 		}
 		last := two.StageTimes[len(two.StageTimes)-1]
-		s := fmt.Sprintf("The stages are busy %s; the last starts %s in.", joinSentence(busy), runMS(last.FirstMS))
+		s := fmt.Sprintf("The stages are busy %s; the last starts %s in.", bench.JoinAnd(busy), runMS(last.FirstMS))
 		if len(one.StageTimes) == 1 {
 			s += fmt.Sprintf(" Together they work %s, against one GPU's %s for the same prefill: smaller micro-batches cost more per sequence.", runMS(sum), runMS(one.StageTimes[0].BusyMS))
 		}
@@ -478,14 +479,6 @@ func codeSpans(names []string) []string {
 		out[i] = "`" + n + "`"
 	}
 	return out
-}
-
-// joinSentence joins items as a sentence does: "a", "a and b", "a, b and c".
-func joinSentence(items []string) string {
-	if len(items) <= 1 {
-		return strings.Join(items, "")
-	}
-	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 // runX prints a ratio: two decimals below 10, one below 100, none above:

@@ -461,7 +461,6 @@ func TestFormats(t *testing.T) {
 		{runPct(0.43), "43%"}, {runPct(0.052), "5.2%"}, {runPct(0.0004), "0.04%"},
 		{runRate(4376.7), "4377"}, {runRate(47.6), "47.6"}, {runRate(99.96), "100"},
 		{runRange([]float64{2, 4.4}), "2.00–4.40×"}, {runRange([]float64{1.001, 0.999}), "1.00×"},
-		{joinSentence([]string{"a", "b", "c"}), "a, b and c"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
