@@ -82,6 +82,15 @@ func newLane(st *stage, index int) (*lane, error) {
 		if *b.dst, err = st.alloc(b.what, b.n, b.size); err != nil {
 			return ln, err
 		}
+		// Zeroed once, on the lane's stream before any of its work: a read of
+		// a place no kernel has written yet gives zeros, the same in every run.
+		// (compute-sanitizer's initcheck on an H100 reported the short conv's
+		// reads of cuBLAS's outputs here as reads of memory never written,
+		// though their values were right: the tests check them against the
+		// CPU reference.)
+		if err = (*b.dst).Memset(0, ln.stream); err != nil {
+			return ln, fmt.Errorf("lfm2: %s: %w", b.what, err)
+		}
 	}
 	if st.k.moeGateUpWgmma != nil && st.hasMoE() {
 		p := sz.gath / int64(c.Hidden)
