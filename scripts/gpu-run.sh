@@ -19,6 +19,8 @@
 # API call"). Knobs:
 #   SANITIZE_EACH     a regexp of binaries whose tests run one process each (default: none), so that
 #                     one binary's slow tests share the GPU side by side and a report names its test
+#   SANITIZE_GROUPS   with SANITIZE_EACH, G processes per binary instead, each with every G-th test
+#                     (a process costs seconds to start under the sanitizer; most tests take less)
 #   SANITIZE_JOBS     processes at once (default: the CPU count)
 #   SANITIZE_TIMEOUT  seconds one process may run (default: no limit); one killed reads TIMEOUT
 #   SANITIZE_EXCLUDE  compute-sanitizer filters of kernels not to check (default: kns=cusparse:
@@ -85,6 +87,17 @@ if [[ "${1:-}" == --sanitize ]]; then
       mapfile -t tests < <(cd "$BUNDLE/src/$rel" && "$BIN/tests/$name.test" -test.list "${SANITIZE_RUN:-.}" |
         grep -E '^(Test|Fuzz)' | grep -Ev "${SANITIZE_SKIP:-DiagnosisOnGPU|APIError}")
     fi
+    groups="${SANITIZE_GROUPS:-0}"
+    if [[ "${tests[0]}" != . ]] && ((groups > 0 && groups < ${#tests[@]})); then
+      # Group k: the tests k, k+G, k+2G... as one -test.run alternation.
+      grouped=()
+      for ((k = 0; k < groups; k++)); do
+        alt=""
+        for ((j = k; j < ${#tests[@]}; j += groups)); do alt+="${alt:+|}${tests[$j]}"; done
+        grouped+=("($alt)")
+      done
+      tests=("${grouped[@]}")
+    fi
     for tool in "${tools[@]}"; do
       for t in "${tests[@]}"; do units+=("$tool $name $rel $t"); done
     done
@@ -96,7 +109,7 @@ if [[ "${1:-}" == --sanitize ]]; then
     shift
     log="$logs/$name.$tool.log"
     run="${SANITIZE_RUN:-.}"
-    if [[ "$t" != . ]]; then log="$logs/$name.$tool.$t.log" run="^$t\$"; fi
+    if [[ "$t" != . ]]; then log="$logs/$name.$tool.$(printf '%s' "$t" | tr -c 'A-Za-z0-9_\n' '_' | cut -c1-80).log" run="^$t\$"; fi
     opts=(--tool "$tool" --print-limit 100)
     [[ "$tool" == memcheck ]] && opts+=(--leak-check full)
     for x in "${excludes[@]}"; do opts+=(--kernel-name-exclude "$x"); done
