@@ -317,6 +317,9 @@ func TestRecordedRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range recs {
+			if r.Params.Float("batch") > 0 && r.Variant != "cpu_reference" && r.PctPeakGBps+r.PctPeakGFLOPS != 0 {
+				t.Errorf("%s: streamed %s has a share of the device's peak (%g%%, %g%%): the host link bounds it", run.File, r.Variant, r.PctPeakGBps, r.PctPeakGFLOPS)
+			}
 			if !strings.Contains(run.Command, "--size "+r.Size+" ") {
 				t.Errorf("%s: record of size %s, command %q", run.File, r.Size, run.Command)
 			}
@@ -325,6 +328,21 @@ func TestRecordedRuns(t *testing.T) {
 					t.Errorf("%s: variant %s not in the command's %s", run.File, r.Variant, list)
 				}
 			}
+		}
+	}
+}
+
+// TestStreamedNoRoof: a streamed size's device cases carry no share of a
+// peak (the host link bounds them); resident ones and the CPU reference do.
+func TestStreamedNoRoof(t *testing.T) {
+	resident, streamed := Spec{N: 10, D: 4, K: 2, Iters: 1}, Spec{N: 10, D: 4, K: 2, Iters: 1, Batch: 5}
+	for _, tc := range []struct {
+		sp      Spec
+		variant string
+		want    bool
+	}{{streamed, "h2d_copy", true}, {streamed, "gemm_sorted", true}, {streamed, "cpu_reference", false}, {resident, "gemm_sorted", false}} {
+		if got := baseCase(tc.sp, tc.variant).NoRoof; got != tc.want {
+			t.Errorf("%s at batch %d: NoRoof %v, want %v", tc.variant, tc.sp.Batch, got, tc.want)
 		}
 	}
 }
