@@ -461,8 +461,12 @@ func TestRecordedStories(t *testing.T) {
 		PipelineStory(read("h200-kmeans-3xtf32.json")): {"NVIDIA H200", "4.25 ms with tensor cores",
 			"The assignment takes 4.39 ms with 04 and 2.44 ms with 10."},
 		StreamStory(read("h200-kmeans-stream.json")): {"takes 112 ms (54.9 GB/s)", "`block_per_point` takes 408 ms, 3.64× slower"},
-		SeedComparison(ladder, "lab bench kmeans"): {"against the time per iteration of a recorded run on NVIDIA H200 (`cuda:0`), commit `7dacf6b13ef2`, 2026-11-22, with `lab bench kmeans`",
-			"| 10 | 1.928 s | 3.48 s | 1.8× slower |", "| 36 | 6.927 s | 12.5 s | 1.81× slower |", "The recorded iteration takes 348 ms"},
+		SeedComparison(ladder, "lab bench kmeans"): {"against a recorded run of 5 iterations on NVIDIA H200 (`cuda:0`), commit `7dacf6b13ef2`, 2026-11-22, with `lab bench kmeans`: its median time per iteration times the log's iteration count",
+			"| recorded per iteration × n (NVIDIA H200) |", "| 10 | 1.928 s | 3.48 s | 1.8× slower |", "| 36 | 6.927 s | 12.5 s | 1.81× slower |", "The recorded iteration takes 348 ms",
+			"the log's RTX 4090 takes 193 ms and the recorded NVIDIA H200 348 ms (1.8× slower)", "reads it at 17.7 GB/s, 0.37% of the device's memory peak, and the log's at 31.9 GB/s.",
+			"the memory's bandwidth does not set", "Why the log's iteration is 1.8× faster, the data do not say"},
+		SeedComparison(read("h100-kmeans-cuda.json"), "lab bench kmeans"): {"recorded per iteration × n (NVIDIA H100 80GB HBM3)", "0.53% of the device's memory peak",
+			"The assignment kernel takes 345 ms of the recorded 348 ms."},
 	} {
 		for _, want := range wants {
 			if !strings.Contains(story, want) {
@@ -484,6 +488,16 @@ func TestSeed(t *testing.T) {
 	}
 	if got := SeedComparison([]bench.Record{rec("blobs:n=1000,d=1536,k=25", "block_per_point", 1, true)}, "lab bench kmeans"); !strings.Contains(got, "no passing block_per_point record") {
 		t.Errorf("another size compared: %s", got)
+	}
+	// Without a share of the memory peak, no claim about what bounds it.
+	got0 := SeedComparison([]bench.Record{rec(seedSize, "block_per_point", 100, true)}, "lab bench kmeans")
+	for _, want := range []string{"the recorded NVIDIA H200 100 ms (1.93× faster)", "reads it at 61.4 GB/s, and the log's", "Why the log's iteration is 1.93× slower"} {
+		if !strings.Contains(got0, want) {
+			t.Errorf("missing %q in:\n%s", want, got0)
+		}
+	}
+	if strings.Contains(got0, "bandwidth does not set") {
+		t.Errorf("a bound claimed without a share of the peak:\n%s", got0)
 	}
 	ms := time.Millisecond
 	got := SeedTableMarkdown("NVIDIA H100", Spec{N: 100000, D: 1536, K: 25},

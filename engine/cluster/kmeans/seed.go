@@ -61,9 +61,12 @@ func SeedMarkdown() string {
 // SeedComparison compares the times that the seed's log records at TPB
 // 256 (after its change to a block per point, on its RTX 4090) with a
 // recorded block_per_point run at the seed's size, which the kmeans suite
-// runs at TPB 256, made by command: its time per iteration, times 10 and
-// 36. Both are the times of the iterations alone; the caption says which
-// figures are the log's and which the record's.
+// runs at TPB 256, made by command: its median time per iteration times 10
+// and 36 (the run itself timed its own iteration count), labelled so. Both
+// are the times of the iterations alone; the caption says which figures are
+// the log's and which the record's. It ends with what the numbers say: the
+// rate at which each time reads X, the record's share of its memory peak
+// and of its iteration spent in the assignment, and what they leave open.
 func SeedComparison(recs []bench.Record, command string) string {
 	i := slices.IndexFunc(recs, func(r bench.Record) bool {
 		sp, err := ParseSpec(r.Size)
@@ -73,21 +76,50 @@ func SeedComparison(recs []bench.Record, command string) string {
 		return "*(no passing block_per_point record at the seed's size to compare with)*"
 	}
 	r := recs[i]
+	sp, _ := ParseSpec(r.Size)
 	date, _, _ := strings.Cut(r.Date, "T")
 	per := msDuration(r.MedianMS)
 	var b strings.Builder
-	fmt.Fprintf(&b, "*`block_per_point` at the seed's size and TPB 256: the times the seed's log records on its %s, against the time per iteration of a recorded run on %s (`%s`), commit `%s`, %s, with `%s`, times the iterations:*\n\n",
-		seedDevice, r.DeviceName, r.Device, r.Commit, date, command)
-	fmt.Fprintf(&b, "| iterations | the seed's log (%s) | recorded (%s) | recorded against the log |\n|---:|---:|---:|---|\n", seedDevice, r.DeviceName)
+	fmt.Fprintf(&b, "*`block_per_point` at the seed's size and TPB 256: the times the seed's log records on its %s, against a recorded run of %d iterations on %s (`%s`), commit `%s`, %s, with `%s`: its median time per iteration times the log's iteration count, not a run of that many iterations:*\n\n",
+		seedDevice, sp.Iters, r.DeviceName, r.Device, r.Commit, date, command)
+	fmt.Fprintf(&b, "| iterations (n) | the seed's log (%s) | recorded per iteration × n (%s) | recorded against the log |\n|---:|---:|---:|---|\n", seedDevice, r.DeviceName)
+	var logPer time.Duration
 	for _, s := range SeedLog {
 		if s.TPB != 256 {
 			continue
 		}
 		ours := per * time.Duration(s.Iters)
 		fmt.Fprintf(&b, "| %d | %.3f s | %s | %s |\n", s.Iters, s.After.Seconds(), durationText(ours), relative(ours, s.After))
+		if logPer == 0 {
+			logPer = s.After / time.Duration(s.Iters)
+		}
 	}
 	fmt.Fprintf(&b, "\nThe recorded iteration takes %s, from the upload of the centers to the download of the sums: the assignment, the sorted update (06) and a round trip to the host. "+
-		"It leaves out the upload of X and the k-means++ initialization. The log does not say what its times include.\n", durationText(per))
+		"It leaves out the upload of X and the k-means++ initialization. The log does not say what its times include.\n\n", durationText(per))
+	b.WriteString(seedReading(r, per, logPer))
+	return b.String()
+}
+
+// seedReading interprets the seed comparison from the record r (per, its
+// time per iteration) and the log's time per iteration: the rate at which
+// each reads X once, r's share of its memory peak and the assignment's
+// share of its iteration (if r has them), and what the data cannot tell.
+func seedReading(r bench.Record, per, logPer time.Duration) string {
+	xGB := 4 * float64(SeedSpec.N) * float64(SeedSpec.D) / 1e9
+	var b strings.Builder
+	fmt.Fprintf(&b, "Per iteration, the log's %s takes %s and the recorded %s %s (%s). Counting one pass over X, the recorded iteration reads it at %.1f GB/s",
+		seedDevice, durationText(logPer), r.DeviceName, durationText(per), relative(per, logPer), xGB/per.Seconds())
+	if r.PctPeakGBps > 0 {
+		fmt.Fprintf(&b, ", %.2g%% of the device's memory peak", r.PctPeakGBps)
+	}
+	fmt.Fprintf(&b, ", and the log's at %.1f GB/s.", xGB/logPer.Seconds())
+	if p, ok := phasesOf(r); ok {
+		fmt.Fprintf(&b, " The assignment kernel takes %s of the recorded %s.", durationText(p.assignment), durationText(per))
+	}
+	if r.PctPeakGBps > 0 && r.PctPeakGBps < 10 {
+		b.WriteString(" So the memory's bandwidth does not set `block_per_point`'s pace: by its header, each block re-reads all the centers from L2 and reduces its threads' partial distances for its one point, and that per-point work is what the iteration spends its time on.")
+	}
+	fmt.Fprintf(&b, " Why the log's iteration is %s, the data do not say: the log gives neither its kernel's source nor what its times include.\n", relative(logPer, per))
 	return b.String()
 }
 
