@@ -1,6 +1,7 @@
 package kmeans
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -54,5 +55,33 @@ func TestVariantsMatchKernelFiles(t *testing.T) {
 	}
 	if names := variantNames(); !slices.Equal(Variants, names) || len(slices.Compact(slices.Sorted(slices.Values(names)))) != len(names) {
 		t.Errorf("variant names %v: not unique", names)
+	}
+}
+
+// TestTensorHeaderStride: step 10's header derives its fragment loads'
+// banks from the BK the host passes; it must name that BK and stride.
+func TestTensorHeaderStride(t *testing.T) {
+	steps, err := kernels.CUDAFamily.Steps("kmeans", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(steps, func(s kernels.Step) bool { return s.Name == "10_tensor_3xtf32" })
+	if i < 0 {
+		t.Fatal("no step 10_tensor_3xtf32")
+	}
+	header := strings.Join(strings.Fields(kernels.Header(steps[i].Code)), " ")
+	stride := pipelineBK + 4
+	for _, want := range []string{fmt.Sprintf("BK = %d", pipelineBK), fmt.Sprintf("is %d floats", stride), fmt.Sprintf("(%d ≡ %d mod 32)", stride, stride%32)} {
+		if !strings.Contains(header, want) {
+			t.Errorf("step 10's header lacks %q:\n%s", want, header)
+		}
+	}
+	// Conflict-free: lane (g, q) of a fragment load reads word stride·g + q.
+	banks := map[int]bool{}
+	for lane := range 32 {
+		banks[(stride*(lane/4)+lane%4)%32] = true
+	}
+	if len(banks) != 32 {
+		t.Errorf("a fragment load at stride %d touches %d banks, not 32", stride, len(banks))
 	}
 }

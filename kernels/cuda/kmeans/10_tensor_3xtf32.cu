@@ -21,8 +21,12 @@
 //   A (16×8, points × dims): a0 = (g, q), a1 = (g+8, q), a2 = (g, q+4), a3 = (g+8, q+4)
 //   B (8×8, dims × centers): b0 = (q, g), b1 = (q+4, g)
 //   C (16×8, points × centers): c0 = (g, 2q), c1 = (g, 2q+1), c2 = (g+8, 2q), c3 = (g+8, 2q+1)
-// With the pipeline's row stride of 12 floats, the 8 rows g of a fragment
-// load fall in 8 bank groups and the 4 lanes q in 4 banks: conflict-free.
+// The host passes BK = 32, so the pipeline's row stride (BK+4) is 36
+// floats: lane (g, q) reads word 36·g + q past its tile's, in bank
+// (4·g + q) mod 32 (36 ≡ 4 mod 32). The 8 rows g fall in 8 groups of 4
+// banks and the 4 lanes q in the 4 banks of a group: 32 banks, conflict-free
+// (so would strides of 12 or 20 be, any BK+4 with an odd number of 4-float
+// groups).
 // Traffic: as step 08: X once per center tile. The arithmetic now hides
 // under the memory traffic.
 // Cost: the splits (3 instructions per loaded value), three MMAs per
