@@ -225,39 +225,34 @@ func CenterReads(d int) []WarpRead {
 	}
 }
 
-// Banks returns the bank (word mod 32) that each lane of r reads, and the
-// passes the read takes: the most distinct words that one bank must serve
-// (lanes reading the same word share one broadcast).
-func Banks(r WarpRead) (banks []int, passes int) {
-	words := map[int]map[int]bool{}
+// Banks returns, for each of the 32 banks, the distinct words that r reads
+// from it (lanes reading the same word share one broadcast), and the passes
+// the read takes: the most words that one bank must serve.
+func Banks(r WarpRead) (words [32]int, passes int) {
+	seen := map[int]bool{}
 	for t := range 32 {
-		w := r.Word(t)
-		bank := w % 32
-		banks = append(banks, bank)
-		if words[bank] == nil {
-			words[bank] = map[int]bool{}
+		if w := r.Word(t); !seen[w] {
+			seen[w] = true
+			words[w%32]++
 		}
-		words[bank][w] = true
 	}
-	for _, ws := range words {
-		passes = max(passes, len(ws))
-	}
-	return banks, passes
+	return words, slices.Max(words[:])
 }
 
-// BankFigure draws the bank each lane of r reads, titled with the passes
-// it takes.
+// BankFigure draws the distinct words r reads from each bank, titled with
+// the passes it takes: a broadcast is one word in one bank, a conflict many
+// words in one bank, a conflict-free spread one word in each.
 func BankFigure(r WarpRead) *plot.Figure {
-	banks, passes := Banks(r)
-	var lanes []string
+	words, passes := Banks(r)
+	var banks []string
 	var values []float64
-	for t, b := range banks {
-		lanes = append(lanes, fmt.Sprint(t))
-		values = append(values, float64(b))
+	for b, n := range words {
+		banks = append(banks, fmt.Sprint(b))
+		values = append(values, float64(n))
 	}
 	title := fmt.Sprintf("%s: %d-way", r.Name, passes)
 	if passes == 1 {
 		title = r.Name + ": no conflict"
 	}
-	return plot.Bars(title, "bank each lane reads", lanes, values)
+	return plot.Bars(title, "distinct words read from each bank (banks 0 to 31)", banks, values)
 }

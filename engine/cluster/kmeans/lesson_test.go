@@ -516,16 +516,24 @@ func TestSeed(t *testing.T) {
 
 func TestBanks(t *testing.T) {
 	var got []int
+	var words [][32]int
 	for _, r := range CenterReads(1536) {
-		banks, passes := Banks(r)
-		if len(banks) != 32 {
-			t.Fatalf("%s: %d lanes", r.Name, len(banks))
-		}
-		got = append(got, passes)
+		w, passes := Banks(r)
+		got, words = append(got, passes), append(words, w)
 	}
 	// One word for all (a broadcast), 32 words in one bank, 32 banks.
 	if !slices.Equal(got, []int{1, 32, 1}) {
 		t.Errorf("passes %v, want [1 32 1]", got)
+	}
+	// What the figures draw differs: the broadcast is one word in bank 7,
+	// the conflict 32 words there, the spread one word in every bank.
+	var broadcast, conflict, spread [32]int
+	broadcast[7], conflict[7] = 1, 32
+	for b := range spread {
+		spread[b] = 1
+	}
+	if want := [][32]int{broadcast, conflict, spread}; !slices.Equal(words, want) {
+		t.Errorf("words per bank %v, want %v", words, want)
 	}
 	// With a row of 1537 floats, lane t's center lands in bank (t + 7) mod 32: no conflict.
 	if _, passes := Banks(CenterReads(1537)[1]); passes != 1 {
