@@ -10,18 +10,26 @@ import (
 )
 
 // SpeedupBars draws one bar per variant of the records of one size: its
-// speedup over the baseline, with a reference line at 1x.
+// speedup over the baseline, with a reference line at 1x. Where the
+// speedups and 1x span a decade or more, the y axis is logarithmic, so
+// that the baseline's bar and the slow variants' still show next to a 70x.
 func SpeedupBars(title string, recs []Record) *plot.Figure {
 	var labels []string
 	var values []float64
+	lo, hi := 1.0, 1.0
 	for _, r := range recs {
 		if r.Speedup > 0 {
 			labels = append(labels, r.Variant)
 			values = append(values, r.Speedup)
+			lo, hi = min(lo, r.Speedup), max(hi, r.Speedup)
 		}
 	}
-	return plot.Bars(title, "speedup over the baseline (x)", labels, values).
+	f := plot.Bars(title, "speedup over the baseline (x)", labels, values).
 		WithReference(1, "baseline").WithValueSuffix("x")
+	if hi >= 10*lo {
+		f.LogY()
+	}
+	return f
 }
 
 // Metric picks the number a throughput plot shows.

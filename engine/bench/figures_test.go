@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"gpulab/engine"
@@ -26,6 +28,23 @@ func TestFigures(t *testing.T) {
 	}
 	if _, err := SpeedupBars("s", OfSize(recs, "1M")).PNG(400, 300); err != nil {
 		t.Fatal(err)
+	}
+	// Speedups that span a decade get a log axis; 1x to 2x does not.
+	for _, tc := range []struct {
+		speedups []float64
+		log      bool
+	}{{[]float64{1, 2}, false}, {[]float64{1, 70.6}, true}, {[]float64{0.05, 0.3}, true}, {[]float64{1, 9.9}, false}} {
+		var sp []Record
+		for i, s := range tc.speedups {
+			sp = append(sp, Record{Variant: fmt.Sprint("v", i), Size: "1M", OK: true, Speedup: s})
+		}
+		html, err := SpeedupBars("s", sp).HTML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(html), `"type":"log"`); got != tc.log {
+			t.Errorf("speedups %v: log axis %v, want %v", tc.speedups, got, tc.log)
+		}
 	}
 	dev := engine.Info{ID: "cpu", PeakGFLOPS: 100, PeakGBps: 50}
 	if _, err := RooflineOf("r", dev, recs).PNG(400, 300); err != nil {

@@ -334,13 +334,21 @@ func (f *Figure) echartsBars() render.Renderer {
 	if len(f.labels) > 8 || maxLen*len(f.labels) > 90 {
 		rotate = 30
 	}
+	yAxis := opts.YAxis{Type: axisType(f.logY), Name: f.yLabel, NameLocation: "middle", NameGap: 50,
+		SplitLine: splitLine(), AxisLabel: tickLabels(false, 0, 0)}
+	if f.logY || f.yAtLeast > 0 { // the PNG's range: the lowest bar shows, a demanded top is reached
+		lo, hi := f.barsRange()
+		yAxis.Min, yAxis.Max = lo, hi
+		if f.logY {
+			yAxis.AxisLabel = tickLabels(true, lo, hi)
+		}
+	}
 	g = append(g,
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis",
 			AxisPointer: &opts.AxisPointer{Type: "shadow"}, Formatter: opts.FuncOpts(barTooltip)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category",
 			AxisLabel: &opts.AxisLabel{Interval: "0", Rotate: rotate, FontSize: 12}}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: f.yLabel, NameLocation: "middle", NameGap: 50,
-			SplitLine: splitLine(), AxisLabel: tickLabels(false, 0, 0)}),
+		charts.WithYAxisOpts(yAxis),
 	)
 	bar.SetGlobalOptions(g...)
 	suffix := f.valueSuffix()

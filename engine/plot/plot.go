@@ -86,7 +86,8 @@ type Figure struct {
 	points               []RooflinePoint
 
 	logX, logY bool
-	scatter    bool // Lines drawn as unconnected points
+	yAtLeast   float64 // the y axis reaches at least this far (bars; 0: no demand)
+	scatter    bool    // Lines drawn as unconnected points
 	ref        *reference
 	suffix     *string
 
@@ -219,11 +220,22 @@ func (f *Figure) LogX() *Figure {
 	return f
 }
 
-// LogY makes the y axis logarithmic (line charts; a roofline is always
-// log-log). All y values must then be positive.
+// LogY makes the y axis logarithmic (line and bar charts; a roofline is
+// always log-log). All y values must then be positive; bars rise from the
+// bottom of the axis, a nice value at least a factor 2 below the lowest.
 func (f *Figure) LogY() *Figure {
 	if f != nil {
 		f.logY = true
+	}
+	return f
+}
+
+// WithYAtLeast makes a bar chart's linear y axis reach at least y, so that
+// charts drawn side by side can share a scale (e.g. 1 against 32). A y <= 0
+// removes the demand.
+func (f *Figure) WithYAtLeast(y float64) *Figure {
+	if f != nil {
+		f.yAtLeast = max(y, 0)
 	}
 	return f
 }
@@ -314,12 +326,18 @@ func (f *Figure) validateBars() error {
 	if len(f.labels) != len(f.values) {
 		return f.errorf("%d labels but %d values", len(f.labels), len(f.values))
 	}
-	if f.logX || f.logY {
-		return f.errorf("logarithmic axes are not supported for bar charts")
+	if f.logX {
+		return f.errorf("a logarithmic x axis is not supported for bar charts")
+	}
+	if f.logY && f.yAtLeast > 0 {
+		return f.errorf("WithYAtLeast is for a linear y axis")
 	}
 	for i, v := range f.values {
 		if !finite(v) {
 			return f.errorf("value of bar %q (index %d) is %s", f.labels[i], i, describe(v))
+		}
+		if f.logY && v <= 0 {
+			return f.errorf("value of bar %q (index %d) is %s: a logarithmic y axis needs positive values", f.labels[i], i, formatValue(v))
 		}
 	}
 	return nil

@@ -331,7 +331,9 @@ func TestInvalid(t *testing.T) {
 		{"bars empty", Bars("Speedups", "x", nil, nil), "no bars"},
 		{"bars NaN", Bars("Speedups", "x", []string{"a", "b", "c"}, []float64{1, nan, 2}), `bar "b" (index 1) is NaN`},
 		{"bars Inf", Bars("Speedups", "x", []string{"a", "b", "c"}, []float64{1, 2, inf}), "+Inf"},
-		{"bars log", Bars("Speedups", "x", []string{"a"}, []float64{1}).LogY(), "logarithmic axes are not supported"},
+		{"bars log x", Bars("Speedups", "x", []string{"a"}, []float64{1}).LogX(), "logarithmic x axis is not supported"},
+		{"bars log zero", Bars("Speedups", "x", []string{"a", "b"}, []float64{1, 0}).LogY(), `bar "b" (index 1) is 0: a logarithmic y axis needs positive values`},
+		{"bars log at least", Bars("Speedups", "x", []string{"a"}, []float64{1}).LogY().WithYAtLeast(5), "WithYAtLeast is for a linear y axis"},
 		{"bars NaN reference", Bars("Speedups", "x", []string{"a"}, []float64{1}).WithReference(nan, "r"), "reference line value is NaN"},
 		{"lines none", Lines("Throughput", "n", "GB/s"), "no series"},
 		{"lines mismatched", Lines("Throughput", "n", "GB/s", Series{Name: "s", X: ok, Y: ok[:2]}), `series "s": X has 3 points but Y has 2`},
@@ -857,4 +859,34 @@ func paletteToRGBA(img image.Image) *image.RGBA {
 		}
 	}
 	return out
+}
+
+// TestBarsRange: a log bar chart's axis starts below its lowest bar (a
+// baseline at 1 next to 70 still shows), and WithYAtLeast lifts a linear
+// one's top, in the PNG and the HTML alike.
+func TestBarsRange(t *testing.T) {
+	for _, tc := range []struct {
+		fig    *Figure
+		lo, hi float64
+	}{
+		{Bars("s", "speedup", []string{"base", "fast"}, []float64{1, 70.6}).LogY().WithReference(1, "baseline"), 0.5, 200},
+		{Bars("s", "speedup", []string{"slow", "base"}, []float64{0.27, 1}).LogY(), 0.1, 2},
+		{Bars("s", "words", []string{"a", "b"}, []float64{0, 1}).WithYAtLeast(32), 0, 40},
+		{Bars("s", "words", []string{"a", "b"}, []float64{0, 1}), 0, 1.2},
+	} {
+		lo, hi := tc.fig.barsRange()
+		if math.Abs(lo-tc.lo) > 1e-9 || math.Abs(hi-tc.hi) > 1e-9 {
+			t.Errorf("%v, log %v: range [%g, %g], want [%g, %g]", tc.fig.values, tc.fig.logY, lo, hi, tc.lo, tc.hi)
+		}
+		if _, err := tc.fig.PNG(400, 300); err != nil {
+			t.Error(err)
+		}
+		html, err := tc.fig.HTML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.fig.logY && !strings.Contains(string(html), `"type":"log"`) {
+			t.Errorf("log bars: no log axis in the HTML")
+		}
+	}
 }

@@ -15,25 +15,7 @@ import (
 
 func (f *Figure) buildBars(p *gplot.Plot, lay *layout, wPt vg.Length) (padLeft vg.Length) {
 	n := len(f.values)
-	lo, hi := 0.0, 0.0
-	for _, v := range f.values {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
-	}
-	if f.ref != nil {
-		hi = math.Max(hi, f.ref.y)
-	}
-	span := hi - lo
-	if span == 0 {
-		span = 1
-	}
-	// Headroom for the value labels above (and below negative) bars.
-	if hi > 0 {
-		hi += 0.1 * span
-	}
-	if lo < 0 {
-		lo -= 0.1 * span
-	}
-	p.Y.Min, p.Y.Max = niceRange(lo, hi, 6)
+	p.Y.Min, p.Y.Max = f.barsRange()
 	p.X.Min, p.X.Max = -0.5, float64(n)-0.5
 
 	// Category ticks; long or crowded labels are shortened and rotated.
@@ -74,7 +56,11 @@ func (f *Figure) buildBars(p *gplot.Plot, lay *layout, wPt vg.Length) (padLeft v
 		colors[i] = paletteColor(i)
 	}
 	p.Add(gridLines{horizontal: true})
-	p.Add(&barsPlotter{values: f.values, colors: colors, texts: texts,
+	base := 0.0 // where the bars rise from: zero, or a log axis's bottom
+	if f.logY {
+		base = p.Y.Min
+	}
+	p.Add(&barsPlotter{values: f.values, base: base, colors: colors, texts: texts,
 		style: f.textStyle(p, 10, true, textColor), lay: lay})
 	f.addReference(p, lay)
 	if f.ref != nil {
@@ -94,8 +80,46 @@ func shorten(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// barsRange is a bar chart's y range: from zero (or below the lowest
+// negative bar), or on a log axis from a nice value at least a factor 2
+// below the lowest bar, so that the lowest bar still shows; up to the
+// highest bar, the reference line and WithYAtLeast, with headroom for the
+// value labels.
+func (f *Figure) barsRange() (lo, hi float64) {
+	if f.logY {
+		lo, hi = math.Inf(1), math.Inf(-1)
+		for _, v := range f.values {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+		if f.ref != nil && f.ref.y > 0 {
+			lo, hi = math.Min(lo, f.ref.y), math.Max(hi, f.ref.y)
+		}
+		return niceLogFloor(lo / 2), niceLogCeil(hi * 1.6)
+	}
+	for _, v := range f.values {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if f.ref != nil {
+		hi = math.Max(hi, f.ref.y)
+	}
+	hi = math.Max(hi, f.yAtLeast)
+	span := hi - lo
+	if span == 0 {
+		span = 1
+	}
+	// Headroom for the value labels above (and below negative) bars.
+	if hi > 0 {
+		hi += 0.1 * span
+	}
+	if lo < 0 {
+		lo -= 0.1 * span
+	}
+	return niceRange(lo, hi, 6)
+}
+
 type barsPlotter struct {
 	values []float64
+	base   float64 // the y the bars rise from
 	colors []color.RGBA
 	texts  []string
 	style  text.Style
@@ -106,7 +130,7 @@ func (b *barsPlotter) Plot(c draw.Canvas, p *gplot.Plot) {
 	tx, ty := p.Transforms(&c)
 	slot := tx(1) - tx(0)
 	w := slot * 0.68
-	y0 := ty(0)
+	y0 := ty(b.base)
 	sty := b.style
 	// Shrink the value labels when the widest does not fit its slot.
 	var maxW vg.Length

@@ -239,9 +239,10 @@ func Banks(r WarpRead) (words [32]int, passes int) {
 	return words, slices.Max(words[:])
 }
 
-// BankFigure draws the distinct words r reads from each bank, titled with
-// the passes it takes: a broadcast is one word in one bank, a conflict many
-// words in one bank, a conflict-free spread one word in each.
+// BankFigure draws the distinct words r reads from each bank on a scale of
+// 0 to 32 for every read, titled with the passes it takes: a broadcast is
+// one word in one bank, a conflict many words in one bank, a conflict-free
+// spread one word in each.
 func BankFigure(r WarpRead) *plot.Figure {
 	words, passes := Banks(r)
 	var banks []string
@@ -254,5 +255,7 @@ func BankFigure(r WarpRead) *plot.Figure {
 	if passes == 1 {
 		title = r.Name + ": no conflict"
 	}
-	return plot.Bars(title, "distinct words read from each bank (banks 0 to 31)", banks, values)
+	// One scale for every read (32 lanes: at most 32 words in a bank), so
+	// that a broadcast's one word and a conflict's 32 do not look alike.
+	return plot.Bars(title, "distinct words read from each bank (banks 0 to 31)", banks, values).WithYAtLeast(32)
 }
