@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -395,6 +396,17 @@ func (f *Figure) echartsLines() render.Renderer {
 		lo, hi = niceLogFloor(lo), niceLogCeil(hi)
 		yAxis.Min, yAxis.Max, yAxis.AxisLabel = lo, hi, tickLabels(true, lo, hi)
 	}
+	if n := len(f.yNames); n > 0 { // named values, as in the PNG
+		lo, hi := f.seriesExtent(false)
+		names := jsStrings(f.yNames)
+		widest := 0
+		for _, name := range f.yNames {
+			widest = max(widest, utf8.RuneCountInString(name))
+		}
+		yAxis.Min, yAxis.Max, yAxis.MinInterval, yAxis.MaxInterval, yAxis.NameGap = math.Min(-0.5, lo), math.Max(float64(n)-0.5, hi), 1, 1, 7*widest+15
+		yAxis.AxisLabel = &opts.AxisLabel{FontSize: 12, ShowMinLabel: opts.Bool(false), ShowMaxLabel: opts.Bool(false),
+			Formatter: opts.FuncOpts(fmt.Sprintf(`function (v) { var n = %s; return v >= 0 && v < n.length && v === Math.round(v) ? n[v] : ''; }`, names))}
+	}
 	g = append(g,
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item", Formatter: opts.FuncOpts(xyTooltip)}),
 		charts.WithXAxisOpts(xAxis), charts.WithYAxisOpts(yAxis))
@@ -421,6 +433,30 @@ func (f *Figure) echartsLines() render.Renderer {
 		line.AddSeries(f.seriesName(i), data, so...)
 	}
 	return line
+}
+
+// jsStrings writes ss as a JavaScript array expression with no double
+// quote, backslash, <, > or & in it (go-echarts escapes those inside a
+// function it embeds): each string percent-encoded, all but letters and
+// digits, in single quotes, decoded by decodeURIComponent.
+func jsStrings(ss []string) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("decodeURIComponent('")
+		for _, c := range []byte(s) {
+			if ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9') {
+				b.WriteByte(c)
+			} else {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		}
+		b.WriteString("')")
+	}
+	return b.String() + "]"
 }
 
 // seriesExtent returns the smallest and largest x (or y) over all series.

@@ -23,6 +23,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -86,8 +87,9 @@ type Figure struct {
 	points               []RooflinePoint
 
 	logX, logY bool
-	yAtLeast   float64 // the y axis reaches at least this far (bars; 0: no demand)
-	scatter    bool    // Lines drawn as unconnected points
+	yAtLeast   float64  // the y axis reaches at least this far (bars; 0: no demand)
+	yNames     []string // names of the y values 0, 1, ... (lines: lanes)
+	scatter    bool     // Lines drawn as unconnected points
 	ref        *reference
 	suffix     *string
 
@@ -240,6 +242,16 @@ func (f *Figure) WithYAtLeast(y float64) *Figure {
 	return f
 }
 
+// WithYNames names the y values 0, 1, ... of a line chart, e.g. the lanes
+// of a timeline: its y axis then runs from -0.5 to len(names)-0.5 and shows
+// these names at those values, and no numbers.
+func (f *Figure) WithYNames(names ...string) *Figure {
+	if f != nil {
+		f.yNames = slices.Clone(names)
+	}
+	return f
+}
+
 func (f *Figure) isLogX() bool { return f.logX || f.kind == kindRoofline }
 func (f *Figure) isLogY() bool { return f.logY || f.kind == kindRoofline }
 
@@ -332,6 +344,9 @@ func (f *Figure) validateBars() error {
 	if f.logY && f.yAtLeast > 0 {
 		return f.errorf("WithYAtLeast is for a linear y axis")
 	}
+	if len(f.yNames) > 0 {
+		return f.errorf("WithYNames is for line charts")
+	}
 	for i, v := range f.values {
 		if !finite(v) {
 			return f.errorf("value of bar %q (index %d) is %s", f.labels[i], i, describe(v))
@@ -346,6 +361,9 @@ func (f *Figure) validateBars() error {
 func (f *Figure) validateLines() error {
 	if len(f.series) == 0 {
 		return f.errorf("no series")
+	}
+	if len(f.yNames) > 0 && f.logY {
+		return f.errorf("named y values need a linear y axis")
 	}
 	for i, s := range f.series {
 		name := f.seriesName(i)

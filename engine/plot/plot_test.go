@@ -609,6 +609,10 @@ for (const s of opt.series) {
   const p = {seriesName: s.name, name: (d && d.name) || ((opt.xAxis[0].data || [])[0]), value: v};
   console.log('TIP ' + tip.formatter(tip.trigger === 'axis' ? [p] : p));
 }
+const yl = opt.yAxis && opt.yAxis[0] && opt.yAxis[0].axisLabel && opt.yAxis[0].axisLabel.formatter;
+if (typeof yl === 'function' && String(yl).includes('decodeURIComponent')) {
+  console.log('YNAMES ' + [0, 0.5, 1, 2].map(v => yl(v)).join('|') + ' IN SVG ' + svg.includes(yl(0)));
+}
 process.exit(0);
 `
 
@@ -627,10 +631,13 @@ func TestHTMLRunsInNode(t *testing.T) {
 		"lines":    {"TIP <b>naive copy</b><br>bytes: 1024<br>GB/s: 2"},
 		"roofline": {"TIP <b>SpGEMM</b><br>AI: 0.12 FLOP/B<br>14.6 GFLOP/s<br>2.5% of the roof (576 GFLOP/s, memory-bound)"},
 		"hostile":  {"TIP &lt;/script&gt;&lt;!--&#39;&quot;x: <b>1</b>"},
+		"lanes":    {`YNAMES lane zero||'"<x> · one| IN SVG true`},
 	}
 	figs := samples()
 	hostile := `</script><!--'"x`
 	figs["hostile"] = Bars(hostile, hostile, []string{hostile}, []float64{1})
+	figs["lanes"] = Lines("lanes", "ms", "lane", Series{Name: "copy", X: []float64{0, 1}, Y: []float64{-0.3, 0.3}},
+		Series{Name: "compute", X: []float64{0, 1}, Y: []float64{0.7, 1.3}}).WithYNames("lane zero", `'"<x> · one`)
 	for name, fig := range figs {
 		t.Run(name, func(t *testing.T) {
 			page := filepath.Join(dir, name+".html")
@@ -888,5 +895,33 @@ func TestBarsRange(t *testing.T) {
 		if tc.fig.logY && !strings.Contains(string(html), `"type":"log"`) {
 			t.Errorf("log bars: no log axis in the HTML")
 		}
+	}
+}
+
+// TestYNames: a line chart's named y values show as the y axis's labels,
+// in the PNG (as ticks) and in the HTML (a formatter with the names).
+func TestYNames(t *testing.T) {
+	f := Lines("timeline", "ms", "lane", Series{Name: "a", X: []float64{0, 1}, Y: []float64{-0.3, 0.3}},
+		Series{Name: "b", X: []float64{0, 1}, Y: []float64{0.7, 1.3}}).WithYNames("stream 0 · copy", "stream 0 · <compute>")
+	p, _, _, err := f.buildPlot(400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+		labels = append(labels, tk.Label)
+	}
+	if want := []string{"stream 0 · copy", "stream 0 · <compute>"}; !slices.Equal(labels, want) || p.Y.Min != -0.5 || p.Y.Max != 1.5 {
+		t.Errorf("y ticks %q on [%g, %g], want %q on [-0.5, 1.5]", labels, p.Y.Min, p.Y.Max, want)
+	}
+	html, err := f.HTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), `[decodeURIComponent('stream%200%20%C2%B7%20copy'),decodeURIComponent('stream%200%20%C2%B7%20%3Ccompute%3E')]`) || strings.Contains(string(html), "<compute>") {
+		t.Errorf("the HTML lacks the encoded names")
+	}
+	if _, err := Bars("b", "y", []string{"a"}, []float64{1}).WithYNames("x").PNG(300, 200); err == nil || !strings.Contains(err.Error(), "WithYNames is for line charts") {
+		t.Errorf("bars with named y values: %v", err)
 	}
 }

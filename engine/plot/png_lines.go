@@ -41,7 +41,14 @@ func (f *Figure) buildLines(p *gplot.Plot, lay *layout) {
 		}
 		p.X.Min, p.X.Max = xlo-pad, xhi+pad
 	}
-	if f.logY {
+	if n := len(f.yNames); n > 0 { // named values: those names, and room for each lane
+		p.Y.Min, p.Y.Max = math.Min(-0.5, ylo), math.Max(float64(n)-0.5, yhi)
+		ticks := make([]gplot.Tick, n)
+		for i, name := range f.yNames {
+			ticks[i] = gplot.Tick{Value: float64(i), Label: name}
+		}
+		p.Y.Tick.Marker = gplot.ConstantTicks(ticks)
+	} else if f.logY {
 		p.Y.Min, p.Y.Max = logRange(ylo, yhi, 1.25)
 	} else {
 		if ylo >= 0 {

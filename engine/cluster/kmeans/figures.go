@@ -151,6 +151,20 @@ func TimelineSeries(spans []Span) []plot.Series {
 	return out
 }
 
+// TimelineFigure draws the spans of a streamed iteration (TimelineSeries)
+// with each lane's name on the y axis at its level.
+func TimelineFigure(title string, spans []Span) *plot.Figure {
+	var names []string
+	for _, s := range spans {
+		level, name := lane(s)
+		for len(names) <= level {
+			names = append(names, "")
+		}
+		names[level] = name
+	}
+	return plot.Lines(title, "ms", "", TimelineSeries(spans)...).WithYNames(names...)
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // busy is the total length of the union of intervals.

@@ -593,6 +593,17 @@ func TestTimeline(t *testing.T) {
 	if !slices.Equal(series[3].X, []float64{0.8, 0.8, 1, 1}) || math.Abs(series[3].Y[1]-3.3) > 1e-12 {
 		t.Errorf("stream 1 compute: %v %v", series[3].X, series[3].Y)
 	}
+	// The figure names the lanes on its y axis, at their levels.
+	if _, err := TimelineFigure("t", spans).PNG(600, 300); err != nil {
+		t.Fatal(err)
+	}
+	html, err := TimelineFigure("t", spans[:1]).HTML() // stream 1's copy alone: levels 0 and 1 unnamed
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "[decodeURIComponent(''),decodeURIComponent(''),decodeURIComponent('stream%201%20%C2%B7%20copy')]") {
+		t.Error("the timeline's y axis does not name stream 1's copy at level 2")
+	}
 	md := TimelineMarkdown(spans)
 	// Copies 0–800 µs, kernels 400–700 and 800–1000 µs: both from 400 to 700.
 	for _, want := range []string{"took 1 ms", "Copies were running for 800 µs of it (80%), kernels for 500 µs (50%), and both at once for 300 µs.", "Most of the computing hides behind the copies"} {
