@@ -3,6 +3,7 @@ package sqfd
 import (
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"gpulab/engine"
 	"gpulab/engine/bench"
 	"gpulab/engine/cluster/kmedoids"
+	"gpulab/engine/cpu"
 	"gpulab/engine/cuda"
 )
 
@@ -121,7 +123,11 @@ func kmedoidsMemory(dev *engine.Device, sp SigSpec) (host, device engine.Need) {
 }
 
 // cpuCases are the CPU reference's passes, checked against a first run.
+// Their records note the threads the passes ran on (threads: GOMAXPROCS)
+// and the host's logical CPUs (host_cpus), so that a ratio against them
+// says against how much of the host it is.
 func cpuCases(m *Metric, medoids []int, labels []int32, dist []float64, assignFlops, scoreFlops float64, params bench.Params) []bench.Case {
+	params = with(with(params, "threads", cpu.Workers()), "host_cpus", runtime.NumCPU())
 	n := m.Len()
 	gotLabels, gotDist := make([]int32, n), make([]float64, n)
 	assign := bench.Case{Variant: CPUAssignment, Baseline: true, Flops: assignFlops, Tol: 0, Params: params,

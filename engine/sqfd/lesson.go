@@ -353,15 +353,37 @@ func shardTimes(r bench.Record, format func(time.Duration) string) (string, erro
 }
 
 // CPURatioMarkdown interprets the GPU's shared steps against the CPU
-// reference on the same signatures and medoids.
+// reference on the same signatures and medoids, and says on how many
+// threads of how many CPUs the reference ran, where its record notes them
+// (threads, host_cpus), or that its record does not.
 func CPURatioMarkdown(recs []bench.Record, format func(time.Duration) string) (string, error) {
 	m, err := measure(recs, CPUAssignment, CPUScores, AssignShared, ScoresShared)
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("With %s, the Go reference took %s for an assignment pass and %s for a score pass; on one %s, step 02 took %s "+
+	s := fmt.Sprintf("With %s, the Go reference took %s for an assignment pass and %s for a score pass; on one %s, step 02 took %s "+
 		"(%.0f× faster) and step 05 %s (%.0f×).", m.size(), m.took(CPUAssignment, format), m.took(CPUScores, format), m.by[AssignShared].DeviceName,
-		m.took(AssignShared, format), m.ratio(CPUAssignment, AssignShared), m.took(ScoresShared, format), m.ratio(CPUScores, ScoresShared)), nil
+		m.took(AssignShared, format), m.ratio(CPUAssignment, AssignShared), m.took(ScoresShared, format), m.ratio(CPUScores, ScoresShared))
+	return s + " " + referenceThreads(m.by[CPUAssignment]), nil
+}
+
+// referenceThreads says what the CPU record r ran on: its threads and the
+// host's CPUs where r notes them, and what that means for the ratios.
+func referenceThreads(r bench.Record) string {
+	threads, ok := r.Params.Number("threads")
+	if !ok {
+		return "The record does not note how many threads the Go reference ran on, so these ratios are against the reference as it ran, " +
+			"not against all of its host's cores (a command's GOMAXPROCS caps them)."
+	}
+	cpus, ok := r.Params.Number("host_cpus")
+	switch {
+	case ok && cpus > threads:
+		return fmt.Sprintf("The Go reference ran on %d threads (GOMAXPROCS) of a host with %d logical CPUs: these ratios are against %d of them, not the whole host.",
+			int(threads), int(cpus), int(threads))
+	case ok:
+		return fmt.Sprintf("The Go reference ran on all %d logical CPUs of its host.", int(cpus))
+	}
+	return fmt.Sprintf("The Go reference ran on %d threads (GOMAXPROCS); the record does not note how many CPUs its host had.", int(threads))
 }
 
 // PassFigure draws the useful SQFD throughput of each GPU record (TFLOP/s,

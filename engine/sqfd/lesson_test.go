@@ -106,7 +106,25 @@ func TestRecordedSections(t *testing.T) {
 		t.Fatal(err)
 	}
 	contains(t, "CPU ratio", md, "With N = 3000 signatures of 10–40 centroids and K = 20, the Go reference took 460 ms for an assignment pass and 8.80 s for a score pass",
-		"on one NVIDIA H200, step 02 took 140 µs (3280× faster) and step 05 829 µs (10610×).")
+		"on one NVIDIA H200, step 02 took 140 µs (3280× faster) and step 05 829 µs (10610×).",
+		"The record does not note how many threads the Go reference ran on, so these ratios are against the reference as it ran, not against all of its host's cores")
+	// Where the CPU records note their threads and the host's CPUs, the text says them.
+	for _, tc := range []struct {
+		params bench.Params
+		want   string
+	}{
+		{bench.Params{"threads": 2, "host_cpus": 32}, "The Go reference ran on 2 threads (GOMAXPROCS) of a host with 32 logical CPUs: these ratios are against 2 of them, not the whole host."},
+		{bench.Params{"threads": 16, "host_cpus": 16}, "The Go reference ran on all 16 logical CPUs of its host."},
+		{bench.Params{"threads": 4}, "The Go reference ran on 4 threads (GOMAXPROCS); the record does not note how many CPUs its host had."},
+	} {
+		recs := []bench.Record{rec(sqfd.CPUAssignment, 400, 2, 0, tc.params), rec(sqfd.CPUScores, 8000, 1, 0, tc.params),
+			rec(sqfd.AssignShared, 0.1, 6000, 15, nil), rec(sqfd.ScoresShared, 0.8, 13000, 20, nil)}
+		md, err := sqfd.CPURatioMarkdown(recs, nb.Duration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		contains(t, "CPU threads", md, tc.want)
+	}
 }
 
 // TestAssignmentBranches: what the interpretation says follows the
