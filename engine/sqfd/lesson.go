@@ -421,22 +421,23 @@ func MultiGPUFigure(recs []bench.Record) *plot.Figure {
 }
 
 // CPURatioFigure draws how many times faster each GPU step was than the CPU
-// reference's pass, on a logarithmic axis: the steps span decades.
+// reference's pass, a bar per step (01 and 02 against the assignment, 04
+// and 05 against the scores; step 03 has no CPU counterpart), on a
+// logarithmic axis: the steps span decades.
 func CPURatioFigure(recs []bench.Record) *plot.Figure {
-	m, _ := measure(recs) // without records, no series: Show says so
-	series := []plot.Series{{Name: "assignment"}, {Name: "scores"}}
-	for _, p := range []struct {
-		series, step int
-		cpu, gpu     string
-	}{{0, 1, CPUAssignment, AssignNaive}, {0, 2, CPUAssignment, AssignShared}, {1, 4, CPUScores, ScoresNaive}, {1, 5, CPUScores, ScoresShared}} {
+	m, _ := measure(recs) // without records, no bars: Show says so
+	var labels []string
+	var ratios []float64
+	for _, p := range []struct{ cpu, gpu, name string }{
+		{CPUAssignment, AssignNaive, "assignment"}, {CPUAssignment, AssignShared, "assignment"},
+		{CPUScores, ScoresNaive, "scores"}, {CPUScores, ScoresShared, "scores"},
+	} {
 		if _, ok := m.by[p.cpu]; !ok {
 			continue
 		}
 		if r, ok := m.by[p.gpu]; ok && r.OK && r.MedianMS > 0 {
-			s := &series[p.series]
-			s.X, s.Y = append(s.X, float64(p.step)), append(s.Y, m.ratio(p.cpu, p.gpu))
+			labels, ratios = append(labels, stepNames[p.gpu]+" ("+p.name+")"), append(ratios, m.ratio(p.cpu, p.gpu))
 		}
 	}
-	series = slices.DeleteFunc(series, func(s plot.Series) bool { return len(s.X) == 0 })
-	return plot.Lines("GPU steps against the CPU reference", "step", "speedup over the CPU pass", series...).LogY()
+	return plot.Bars("GPU steps against the CPU reference", "speedup over the CPU pass", labels, ratios).LogY()
 }

@@ -214,6 +214,16 @@ func TestFigures(t *testing.T) {
 			t.Errorf("%s: %v", f.Title, err)
 		}
 	}
+	// The CPU ratios are bars, a step each (no line across step 03, which has no CPU pass).
+	html, err := sqfd.CPURatioFigure(recorded(t, "h200-kmedoids-cpu-ratio.json")).HTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"type":"bar"`, `"type":"log"`, "01 naive (assignment)", "05 shared (scores)"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("CPU ratio figure lacks %s", want)
+		}
+	}
 	if got := sqfd.MultiGPUFigure(nb.Filter(two, sqfd.SeveralGPUs)).Title; got != "2 GPUs against one" {
 		t.Errorf("title %q", got)
 	}
