@@ -145,7 +145,7 @@ func TestSpMVMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"reaches 80% of the bound on Poisson 2048² at 5.0 entries per row and 20% of the bound on uniform (16 per row) at 16.0 entries per row.",
 		"10% of the bound on Poisson 2048², with 27 of 32 lanes idle; and 20% of the bound on uniform (16 per row), with 16 of 32 lanes idle.",
-		"step 02's speed times 2.00× on Poisson 2048² to 50% of the bound, but only 0.50× on uniform (16 per row) to 12% of the bound",
+		"Against step 02 with lanes matched to the mean row length (spmv_vector_adaptive, step 2 of the chart): its speed times 2.00× on Poisson 2048² to 50% of the bound, but only 0.50× on uniform (16 per row) to 12% of the bound",
 		"100% of the bound on Poisson 2048² and 20% of the bound on uniform (16 per row). Against cuSPARSE's better algorithm on each matrix, it is faster on Poisson 2048² and slower on uniform (16 per row).",
 		"**SELL (05)** is not in these records",
 		"on uniform (16 per row) the probe reaches 25% of the bound and the fastest kernel (spmv_vector_adaptive) 25%, 100% of the probe's speed",
@@ -153,6 +153,44 @@ func TestSpMVMarkdown(t *testing.T) {
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestSpMVPastTheBound: a share over 100% is marked ‡ and the note names
+// it, says whether it is within noise of the copy, and why a kernel can
+// pass a copy; shares under the bound are not marked.
+func TestSpMVPastTheBound(t *testing.T) {
+	var recs []bench.Record
+	for v, ms := range map[string]float64{"copy_bound": 1, "spmv_scalar": 0.99, "spmv_stream": 0.8, "spmv_vector_adaptive": 2} {
+		recs = append(recs, rec("poisson:k=2048", v, "copy_bound", ms, 1/ms, bench.Params{"rows": 100, "nnz": 500}))
+	}
+	md := SpMVMarkdown(recs)
+	for _, want := range []string{
+		"reaches 101% ‡ of the bound on Poisson 2048²",
+		"125% ‡ of the bound on Poisson 2048²",
+		"‡ **Past the bound:** spmv_scalar on Poisson 2048² (101%, within noise); and spmv_stream on Poisson 2048² (125%, beyond noise).",
+		"a kernel whose reads of x hit L2",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "50% ‡") {
+		t.Errorf("a share under the bound is marked:\n%s", md)
+	}
+}
+
+func TestStepsLabel(t *testing.T) {
+	for _, tc := range []struct {
+		steps []string
+		want  string
+	}{
+		{SpMVLadder, "step: 1 scalar · 2 vector_adaptive · 3 stream · 4 vector_rows · 5 sell"},
+		{GPUSteps[:2], "step: 1 row_per_block · 2 two_phase"},
+	} {
+		if got := stepsLabel(tc.steps); got != tc.want {
+			t.Errorf("stepsLabel(%v) = %q, want %q", tc.steps, got, tc.want)
 		}
 	}
 }
