@@ -547,15 +547,32 @@ func BaselineMarkdown(recs []bench.Record, variants ...string) string {
 	return b.String()
 }
 
+// CompareDevices compares shown, a run the notebook has shown (measured
+// now, or recorded where there is no GPU), with the first of others that
+// ran on another device (DeviceChangeMarkdown): a live run is compared with
+// a recorded run on another GPU, not two records with each other.
+func CompareDevices(shown []bench.Record, others ...[]bench.Record) string {
+	if len(shown) == 0 {
+		return "*(nothing to compare)*\n"
+	}
+	for _, other := range others {
+		if len(other) > 0 && other[0].DeviceName != shown[0].DeviceName {
+			return DeviceChangeMarkdown(other, shown)
+		}
+	}
+	return fmt.Sprintf("*(every run here is on the %s: no other GPU to compare)*\n", shown[0].DeviceName)
+}
+
 // DeviceChangeMarkdown compares two runs of the same variants and sizes on
 // two devices: for each variant, how much longer (or shorter) it takes on
-// the second device, over the sizes both ran.
+// the second device, over the sizes both ran. It names each run by its
+// device, commit and day, as the captions of their tables do.
 func DeviceChangeMarkdown(first, second []bench.Record) string {
 	a, b := indexRun(first), indexRun(second)
 	if len(a.sizes) == 0 || len(b.sizes) == 0 {
 		return "*(nothing to compare)*\n"
 	}
-	devA, devB := first[0].DeviceName, second[0].DeviceName
+	devB := second[0].DeviceName
 	var variants []string
 	ratios := map[string][]float64{}
 	for _, size := range a.sizes {
@@ -574,11 +591,15 @@ func DeviceChangeMarkdown(first, second []bench.Record) string {
 		}
 	}
 	var out strings.Builder
-	same := fmt.Sprintf(", commits `%s` and `%s`: the source may differ as well as the GPU", first[0].Commit, second[0].Commit)
-	if first[0].Commit == second[0].Commit {
-		same = fmt.Sprintf(", the same commit `%s`", first[0].Commit)
+	run := func(r bench.Record) string {
+		day, _, _ := strings.Cut(r.Date, "T")
+		return fmt.Sprintf("the %s (commit `%s`, %s)", r.DeviceName, r.Commit, day)
 	}
-	fmt.Fprintf(&out, "Time on the %s against the %s%s, geometric mean over the matrices both ran:\n\n", devB, devA, same)
+	same := ": the source may differ as well as the GPU"
+	if first[0].Commit == second[0].Commit {
+		same = ", the same source"
+	}
+	fmt.Fprintf(&out, "Time on %s against %s%s, geometric mean over the matrices both ran:\n\n", run(second[0]), run(first[0]), same)
 	baseline := first[0].Baseline
 	most, least := true, true
 	for _, v := range variants {

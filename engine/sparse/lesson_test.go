@@ -273,12 +273,15 @@ func TestBaselineAndDeviceChange(t *testing.T) {
 		rec("rmat:scale=18,ef=8", "cusparse", "cusparse", 77, 1, nil),
 		rec("rmat:scale=18,ef=8", "06_balanced", "cusparse", 35.7, 77/35.7, nil),
 	}
+	for i := range first {
+		first[i].Date = "2026-11-22"
+	}
 	for i := range second {
-		second[i].DeviceName = "GPU B"
+		second[i].DeviceName, second[i].Date = "GPU B", "2026-11-23T10:00:00Z"
 	}
 	md = DeviceChangeMarkdown(first, second)
 	for _, want := range []string{
-		"Time on the GPU B against the GPU A, the same commit `abc`",
+		"Time on the GPU B (commit `abc`, 2026-11-23) against the GPU A (commit `abc`, 2026-11-22), the same source,",
 		"- cusparse: 1.10× (10% longer)\n- 06_balanced: 1.02× (2% longer)\n",
 		"The baseline, cusparse, changed the most, so every other variant's speedup over it is higher on the GPU B.",
 	} {
@@ -292,8 +295,15 @@ func TestBaselineAndDeviceChange(t *testing.T) {
 	for i := range second {
 		second[i].Commit = "def"
 	}
-	if md := DeviceChangeMarkdown(first, second); !strings.Contains(md, "Time on the GPU B against the GPU A, commits `abc` and `def`: the source may differ as well as the GPU") {
+	if md := DeviceChangeMarkdown(first, second); !strings.Contains(md, "Time on the GPU B (commit `def`, 2026-11-23) against the GPU A (commit `abc`, 2026-11-22): the source may differ as well as the GPU") {
 		t.Errorf("two commits:\n%s", md)
+	}
+	// CompareDevices: the shown run against the first run on another GPU.
+	if md := CompareDevices(second, second, first); !strings.Contains(md, "Time on the GPU B (commit `def`, 2026-11-23) against the GPU A") {
+		t.Errorf("CompareDevices skips the run on its own GPU:\n%s", md)
+	}
+	if md := CompareDevices(first, first); !strings.Contains(md, "every run here is on the GPU A") {
+		t.Errorf("CompareDevices with no other GPU:\n%s", md)
 	}
 }
 
