@@ -131,17 +131,33 @@ func Summary(live, recorded []bench.Record) string {
 
 // BarrierTable shows each work-group size's times with and without
 // barriers, and the extra time per work-group barrier executed (the
-// difference spread over every barrier of the launch), or "within noise".
+// difference spread over every barrier of the launch), or "within noise",
+// in cycles of one compute unit (SM) where the records name the device's
+// compute units and clock.
 func BarrierTable(recs []bench.Record) string {
-	var b strings.Builder
-	b.WriteString("| device | work-group size | with barriers | without | with / without | extra time per work-group barrier |\n|---|---:|---:|---:|---:|---:|\n")
+	var rows []string
+	withCycles := false // a column of cycles only where a record names its device's clock
 	for _, dev := range byDevice(recs) {
 		for _, p := range barrierPairs(dev) {
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", p.bar.Device, p.local, formatTime(p.bar.MedianMS),
-				formatTime(p.nobar.MedianMS), times(p.bar.MedianMS/p.nobar.MedianMS), p.cost())
+			cycles := "-"
+			if c, ok := p.cycles(); ok {
+				withCycles = true
+				if bench.Differ(p.bar, p.nobar) {
+					cycles = sig3(c)
+				}
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %s |", p.bar.Device, p.local, formatTime(p.bar.MedianMS),
+				formatTime(p.nobar.MedianMS), times(p.slowdown()), p.cost(), cycles))
 		}
 	}
-	return b.String()
+	header := "| device | work-group size | with barriers | without | with / without | extra time per work-group barrier | the same, in cycles of one compute unit (SM) |\n|---|---:|---:|---:|---:|---:|---:|\n"
+	if !withCycles {
+		header = "| device | work-group size | with barriers | without | with / without | extra time per work-group barrier |\n|---|---:|---:|---:|---:|---:|\n"
+		for i, r := range rows {
+			rows[i] = strings.TrimSuffix(r, " - |")
+		}
+	}
+	return header + strings.Join(rows, "\n") + "\n"
 }
 
 // barrierPair is one work-group size's runs with and without barriers.
@@ -154,6 +170,17 @@ type barrierPair struct {
 func (p barrierPair) costMS() float64 {
 	return (p.bar.MedianMS - p.nobar.MedianMS) / p.bar.Params.Float("barriers")
 }
+
+// cycles is costMS in cycles of one compute unit (SM): the device's time
+// per barrier times its compute units and clock, and whether the records
+// name those (runs recorded before they did, do not).
+func (p barrierPair) cycles() (float64, bool) {
+	units, mhz := p.bar.Params.Float("compute_units"), p.bar.Params.Float("clock_mhz")
+	return p.costMS() * 1e3 * mhz * units, units > 0 && mhz > 0
+}
+
+// slowdown is the time with barriers over the time without.
+func (p barrierPair) slowdown() float64 { return p.bar.MedianMS / p.nobar.MedianMS }
 
 // cost prints costMS, or says that the difference is within noise.
 func (p barrierPair) cost() string {
@@ -219,21 +246,68 @@ func onNVIDIA(recs []bench.Record) bool {
 // against describes a's time relative to base's: "1.27× the time of
 // uniform", or "the time of uniform within noise (1.02×)".
 func against(a, base bench.Record, name string) string {
-	r := times(a.MedianMS / base.MedianMS)
 	if !bench.Differ(a, base) {
-		return fmt.Sprintf("the time of %s within noise (%s)", name, r)
+		return fmt.Sprintf("the time of %s within noise (%s)", name, noiseRatio(a, base))
 	}
-	return fmt.Sprintf("%s the time of %s", r, name)
+	return fmt.Sprintf("%s the time of %s", times(a.MedianMS/base.MedianMS), name)
 }
 
 // speedOver describes a's speed relative to base's: "2.05× the speed of
 // precise", or "the speed of precise within noise (1.00×)".
 func speedOver(a, base bench.Record, name string) string {
-	r := times(base.MedianMS / a.MedianMS)
 	if !bench.Differ(a, base) {
-		return fmt.Sprintf("the speed of %s within noise (%s)", name, r)
+		return fmt.Sprintf("the speed of %s within noise (%s)", name, noiseRatio(base, a))
 	}
-	return fmt.Sprintf("%s the speed of %s", r, name)
+	return fmt.Sprintf("%s the speed of %s", times(base.MedianMS/a.MedianMS), name)
+}
+
+// noiseRatio prints a's time over b's for two records within noise
+// (bench.Differ): the medians' ratio, "1.02×", and where either ratio
+// passes the noise floor, both, "0.902× by median, 0.99× by fastest run":
+// within noise then means that the other one did not move as far.
+func noiseRatio(a, b bench.Record) string {
+	med := a.MedianMS / b.MedianMS
+	if a.MinMS <= 0 || b.MinMS <= 0 {
+		return times(med)
+	}
+	fast := a.MinMS / b.MinMS
+	beyond := func(x float64) bool { return x > 1+bench.NoiseFloor || x < 1/(1+bench.NoiseFloor) }
+	if !beyond(med) && !beyond(fast) {
+		return times(med)
+	}
+	return fmt.Sprintf("%s by median, %s by fastest run", times(med), times(fast))
+}
+
+// randomSweep says how each random-lane run compared with uniform, every
+// p in order, then which were slower, on par or faster (bench.Differ).
+func randomSweep(random []bench.Record, u bench.Record) string {
+	var items, slower, par, faster []string
+	for _, r := range random {
+		p := fmt.Sprintf("%g", r.Params.Float("p"))
+		items = append(items, fmt.Sprintf("%s at p = %s (%s of the groups diverged)", times(r.MedianMS/u.MedianMS), p, share(r.Params.Float("divergent_fraction"))))
+		switch {
+		case bench.Slower(r, u):
+			slower = append(slower, p)
+		case bench.Slower(u, r):
+			faster = append(faster, p)
+		default:
+			par = append(par, p)
+		}
+	}
+	var groups []string
+	for _, g := range []struct {
+		what string
+		ps   []string
+	}{{"slower beyond noise", slower}, {"within noise", par}, {"faster beyond noise", faster}} {
+		switch len(g.ps) {
+		case 0:
+		case len(random):
+			groups = append(groups, g.what+" at every p")
+		default:
+			groups = append(groups, g.what+" at p = "+bench.JoinAnd(g.ps))
+		}
+	}
+	return fmt.Sprintf(" With lanes drawn at random, the time against uniform was %s: %s.", bench.JoinAnd(items), bench.JoinAnd(groups))
 }
 
 func judgeDivergence(recs []bench.Record) (finding, bool) {
@@ -246,19 +320,12 @@ func judgeDivergence(recs []bench.Record) (finding, bool) {
 	f.measured = fmt.Sprintf("alternate_lanes, where every 32-lane group mixes both branches, took %s; warp_split, where half the lanes take branch B but no group mixes them, took %s.",
 		against(al, u, "uniform"), against(ws, u, "uniform"))
 	random := kept(recs, func(r bench.Record) bool { return r.Params["pattern"] == "random" && r.Params["branch"] != "select" })
-	slices.SortFunc(random, func(a, b bench.Record) int {
-		return cmp.Compare(a.Params.Float("divergent_fraction"), b.Params.Float("divergent_fraction"))
-	})
+	slices.SortFunc(random, func(a, b bench.Record) int { return cmp.Compare(a.Params.Float("p"), b.Params.Float("p")) })
 	var slowestRandom bench.Record
 	if len(random) > 0 {
 		slowestRandom = slices.MaxFunc(random, func(a, b bench.Record) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
 		f.key += fmt.Sprintf("; random lanes up to %s", times(slowestRandom.MedianMS/u.MedianMS))
-	}
-	if len(random) >= 2 {
-		lo, hi := random[0], random[len(random)-1]
-		f.measured += fmt.Sprintf(" With lanes drawn at random, the time went from %s the uniform time when %s of the groups diverged (p = %g) to %s when %s did (p = %g).",
-			times(lo.MedianMS/u.MedianMS), share(lo.Params.Float("divergent_fraction")), lo.Params.Float("p"),
-			times(hi.MedianMS/u.MedianMS), share(hi.Params.Float("divergent_fraction")), hi.Params.Float("p"))
+		f.measured += randomSweep(random, u)
 	}
 	if bl, ok := variant(recs, "branchless"); ok {
 		f.measured += fmt.Sprintf(" branchless, which computes both chains and selects one, took %s.", against(bl, al, "alternate_lanes"))
@@ -269,13 +336,25 @@ func judgeDivergence(recs []bench.Record) (finding, bool) {
 	case bench.Slower(al, u):
 		f.verdict, f.why = partly, "mixed lanes cost time, but so did branches that differ only between 32-lane groups."
 	case len(random) > 0 && bench.Slower(slowestRandom, u):
-		f.verdict, f.why = doesNotHold, fmt.Sprintf("alternate_lanes, whose lanes disagree in a regular pattern, cost nothing measurable, while random lanes did (p = %g took %s the uniform time): the cost follows how predictable the branch is, not whether 32-lane groups disagree.",
+		f.verdict, f.why = doesNotHold, fmt.Sprintf("alternate_lanes, whose lanes disagree in a regular pattern, cost nothing measurable, while random lanes did (p = %g took %s the uniform time)",
 			slowestRandom.Params.Float("p"), times(slowestRandom.MedianMS/u.MedianMS))
+		// The least predictable branch is the coin flip of the largest p
+		// (p <= 0.5): only if it was the slowest does the cost follow
+		// how predictable the branch is.
+		if coin := random[len(random)-1]; coin.Variant == slowestRandom.Variant {
+			f.why += ": the cost follows how predictable the branch is, not whether 32-lane groups disagree."
+			if onCPU(recs) {
+				f.why += " A core that runs work-items one after another can predict a regular pattern of branches, not a random one."
+			}
+		} else {
+			f.why += fmt.Sprintf(", and not in order of how unpredictable the branch is: p = %g, the least predictable, took %s the uniform time. This run does not say what made p = %g slower.",
+				coin.Params.Float("p"), times(coin.MedianMS/u.MedianMS), slowestRandom.Params.Float("p"))
+		}
 	default:
 		f.verdict, f.why = doesNotHold, "lanes that disagree cost nothing measurable here."
 	}
 	if onCPU(recs) {
-		f.why += " On a CPU, PoCL runs work-items as the lanes of a core's SIMD unit, or one after another: what can mix both branches is a SIMD vector, not a 32-lane warp, and a core that runs work-items one after another predicts a regular pattern of branches but not a random one."
+		f.why += " On a CPU, PoCL runs work-items as the lanes of a core's SIMD unit, or one after another: what can mix both branches is a SIMD vector, not a 32-lane warp."
 	}
 	return f, true
 }
@@ -319,8 +398,7 @@ func judgeNative(recs []bench.Record) (finding, bool) {
 }
 
 func judgeWG32(recs []bench.Record) (finding, bool) {
-	var parts, keys, enough, beaten []string
-	largerWon := false // a group larger than 32 beat 32 beyond noise
+	var parts, keys, enough, beaten, trends []string
 	for _, k := range []struct{ kernel, label, unit string }{{"copy", "copy", "GB/s"}, {"fma", "FMA chain", "GFLOP/s"}} {
 		plain := kept(recs, func(r bench.Record) bool { return r.Params["kernel"] == k.kernel && r.Params["hint"] != true && r.OK })
 		r32, ok := variant(plain, k.kernel+"_wg32")
@@ -340,7 +418,9 @@ func judgeWG32(recs []bench.Record) (finding, bool) {
 		keys = append(keys, fmt.Sprintf("%s fastest at %g, 32 at %s its time", k.label, best.Params.Float("local"), times(r32.MedianMS/best.MedianMS)))
 		if bench.Differ(r32, best) {
 			beaten = append(beaten, fmt.Sprintf("the %s ran fastest in groups of %g", k.label, best.Params.Float("local")))
-			largerWon = largerWon || best.Params.Float("local") > 32
+			if best.Params.Float("local") > 32 {
+				trends = append(trends, growth(plain, r32, best, k.label))
+			}
 		} else {
 			enough = append(enough, k.label)
 		}
@@ -358,10 +438,25 @@ func judgeWG32(recs []bench.Record) (finding, bool) {
 	switch {
 	case onCPU(recs):
 		f.why += " PoCL runs each work-group as a loop over its work-items on one core, so the size sets how long that loop is, not how many warps there are."
-	case onNVIDIA(recs) && largerWon:
-		f.why += " On NVIDIA GPUs a group of 32 is one warp, and a multiprocessor holds only so many groups at once, so groups of 32 leave warp slots empty."
+	case onNVIDIA(recs) && len(trends) > 0:
+		f.why += " On NVIDIA GPUs a group of 32 is one warp. Against groups of 32, " + strings.Join(trends, "; ") +
+			". The records show this trend, not its cause: how many warps stay resident and how fast the multiprocessors take up new groups would take a profiler to tell apart."
 	}
 	return f, true
+}
+
+// growth says how the time of the sizes above 32, up to best's, compared
+// with the time at 32: "the copy took 0.52× its time at 64, ...".
+func growth(plain []bench.Record, r32, best bench.Record, label string) string {
+	larger := kept(plain, func(r bench.Record) bool {
+		return r.Params.Float("local") > 32 && r.Params.Float("local") <= best.Params.Float("local")
+	})
+	slices.SortFunc(larger, func(a, b bench.Record) int { return cmp.Compare(a.Params.Float("local"), b.Params.Float("local")) })
+	var items []string
+	for _, r := range larger {
+		items = append(items, fmt.Sprintf("%s at %g", times(r.MedianMS/r32.MedianMS), r.Params.Float("local")))
+	}
+	return fmt.Sprintf("the %s took %s", label, bench.JoinAnd(items))
 }
 
 func judgeHint(recs []bench.Record) (finding, bool) {
@@ -414,19 +509,38 @@ func judgeBarrier(recs []bench.Record) (finding, bool) {
 		return finding{}, false
 	}
 	small, large := pairs[0], pairs[len(pairs)-1]
-	f := finding{key: fmt.Sprintf("%s per barrier at %d, %s at %d", small.cost(), small.local, large.cost(), large.local)}
-	f.measured = fmt.Sprintf("With barriers, the kernel took %s in work-groups of %d, and %s in groups of %d.",
-		against(small.bar, small.nobar, "the same work without them"), small.local,
-		against(large.bar, large.nobar, "the work without them"), large.local)
+	f := finding{key: fmt.Sprintf("%s the time without barriers at %d, %s at %d", times(small.slowdown()), small.local, times(large.slowdown()), large.local)}
+	var ratios []string
+	for _, p := range pairs {
+		r := times(p.slowdown())
+		if !bench.Differ(p.bar, p.nobar) {
+			r = "within noise (" + noiseRatio(p.bar, p.nobar) + ")"
+		}
+		ratios = append(ratios, fmt.Sprintf("%s in groups of %d", r, p.local))
+	}
+	f.measured = fmt.Sprintf("With barriers, the time against the same work without them was %s. Every work-item passes the same %g barriers at every size, so these ratios compare like with like.",
+		bench.JoinAnd(ratios), small.bar.Params.Float("rounds"))
 	allFaster := true
 	for _, p := range pairs {
 		allFaster = allFaster && bench.Differ(p.bar, p.nobar) && p.bar.MedianMS < p.nobar.MedianMS
 	}
-	if allFaster {
+	cs, okS := small.cycles()
+	cl, okL := large.cycles()
+	switch {
+	case allFaster:
 		f.measured += fmt.Sprintf(" Spread over the barriers executed, the version with barriers saved %s per work-group barrier at %d and %s at %d.",
 			formatTime(-small.costMS()), small.local, formatTime(-large.costMS()), large.local)
-	} else {
-		f.measured += fmt.Sprintf(" Spread over the barriers executed, each work-group barrier added %s at %d and %s at %d: the device runs many groups at once, so this is a throughput cost, not the time one group waits at a barrier.",
+	case okS && okL && bench.Differ(small.bar, small.nobar) && bench.Differ(large.bar, large.nobar):
+		unit, per := "compute unit", ""
+		if !onCPU(recs) {
+			unit = "SM"
+			per = fmt.Sprintf(", or %s and %s per warp that waits at it", sig3(cs/float64(small.local/32)), sig3(cl/float64(large.local/32)))
+		}
+		f.measured += fmt.Sprintf(" Spread over the barriers executed and the device's %g %ss, each work-group barrier cost one %s %s cycles at %d and %s at %d%s: groups run side by side, so this is what a barrier takes from the %s's throughput, not how long one group waits at it.",
+			small.bar.Params.Float("compute_units"), unit, unit, sig3(cs), small.local, sig3(cl), large.local, per, unit)
+		f.key += fmt.Sprintf("; %s and %s %s cycles per barrier", sig3(cs), sig3(cl), unit)
+	default:
+		f.measured += fmt.Sprintf(" Spread over the barriers executed, each work-group barrier added %s at %d and %s at %d of the device's time, all its compute units together: groups run side by side, so this is a throughput cost, not the time one group waits at a barrier.",
 			small.cost(), small.local, large.cost(), large.local)
 	}
 	smallCosts, largeCosts := bench.Slower(small.bar, small.nobar), bench.Slower(large.bar, large.nobar)
@@ -437,10 +551,11 @@ func judgeBarrier(recs []bench.Record) (finding, bool) {
 		f.verdict, f.why = holds, fmt.Sprintf("a barrier in a group of %d cost nothing measurable, and one in a group of %d did.", small.local, large.local)
 	case !smallCosts:
 		f.verdict, f.why = partly, "a barrier cost nothing measurable in small groups, but nothing in large ones either."
-	case largeCosts && small.costMS() < large.costMS():
-		f.verdict, f.why = partly, fmt.Sprintf("a barrier in a group of %d is not free, but it costs less than one in a group of %d.", small.local, large.local)
+	case small.slowdown() < large.slowdown():
+		f.verdict, f.why = partly, fmt.Sprintf("barriers in groups of %d are not free, but they slowed the kernel less than in groups of %d.", small.local, large.local)
 	default:
-		f.verdict, f.why = doesNotHold, fmt.Sprintf("a barrier in a group of %d cost at least as much as one in a group of %d.", small.local, large.local)
+		f.verdict, f.why = doesNotHold, fmt.Sprintf("the one-warp groups suffered most: the same barriers per work-item made the kernel take %s its time without them in groups of %d, and %s in groups of %d.",
+			times(small.slowdown()), small.local, times(large.slowdown()), large.local)
 	}
 	if onCPU(recs) {
 		f.why += " PoCL compiles the code between two barriers into a loop over the group's work-items, so on a CPU a barrier is no wait: it changes how the kernel is cut into loops."

@@ -22,6 +22,12 @@ func timed(suite, variant string, median float64, pocl bool, params bench.Params
 	return r
 }
 
+// fastest sets a record's fastest run.
+func fastest(r bench.Record, minMS float64) bench.Record {
+	r.MinMS = minMS
+	return r
+}
+
 func TestFormats(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{formatTime(0.0000000102357), "10.2 ps"},
@@ -72,7 +78,7 @@ func TestFindingsOfRecordedRuns(t *testing.T) {
 		want  []string // in the Markdown, in order
 	}{
 		{"divergence", []string{"**cuda:0** (NVIDIA H200): alternate_lanes", "took 1.55× the time of uniform", "the time of uniform within noise (0.980×)",
-			"from 1.16× the uniform time when 27% of the groups diverged (p = 0.01)", "runs both branches holds:*", "**opencl:1:0**"}},
+			"the time against uniform was 1.16× at p = 0.01 (27% of the groups diverged)", ": slower beyond noise at every p.", "runs both branches holds:*", "**opencl:1:0**"}},
 		{"fastmath", []string{"The fast_flags build calls `expf, sinf with --use_fast_math`", "the speed of the precise build within noise",
 			"makes math faster does not hold:*", "the compiler still called the precise functions", "native build calls `__expf, __sinf`",
 			"2.80× the speed", "are faster holds:*", "**opencl:1:0**", "-cl-fast-relaxed-math`, the precise one `exp, sin`. It ran at 2.92× the speed", "makes math faster holds:*"}},
@@ -80,7 +86,8 @@ func TestFindingsOfRecordedRuns(t *testing.T) {
 			"other sizes beat 32 for both kernels: the copy ran fastest in groups of 256, and the FMA chain ran fastest in groups of 512.",
 			"On NVIDIA GPUs a group of 32 is one warp", "0 of 16 launches were faster beyond noise and 0 slower", "size helps does not hold:*"}},
 		{"barrier", []string{"| cuda:0 | 32 | 672 µs | 329 µs | 2.04× | 10.2 ps |", "| cuda:0 | 256 | 366 µs | 281 µs | 1.30× | 20.2 ps |",
-			"each work-group barrier added 10.2 ps at 32 and 20.2 ps at 256", "is cheap holds in part:*", "costs less than one in a group of 256"}},
+			"the time against the same work without them was 2.04× in groups of 32, 1.93× in groups of 64, 1.51× in groups of 128 and 1.30× in groups of 256.",
+			"each work-group barrier added 10.2 ps at 32 and 20.2 ps at 256 of the device's time", "is cheap does not hold:*", "the one-warp groups suffered most"}},
 		{"occupancy", []string{"(ACC=1), bandwidth was 848 GB/s at 25% occupancy and 2654 GB/s at 100%", "ACC=32 it was 3466 GB/s at 25% occupancy and 3830 GB/s at 100%",
 			"latency holds in part:*", "kept 91% of the highest's bandwidth", "**opencl:1:0**", "Reserving 32 KiB of local memory", "1.28× the time of no reservation", "latency holds:*"}},
 		{"intensity", []string{"within noise of F=1 (or below it) up to F=16", "; up to F=64 each doubling of the FMAs raised the time by less than √2",
@@ -133,9 +140,21 @@ func TestFindingsOnACPUDevice(t *testing.T) {
 			timed("divergence", "alternate_lanes", 40.5, true, p("pattern", "alternate_lanes", "divergent_fraction", 1.0)),
 			timed("divergence", "random_p0.01", 50, true, p("pattern", "random", "p", 0.01, "divergent_fraction", 0.28)),
 			timed("divergence", "random_p0.1", 96, true, p("pattern", "random", "p", 0.1, "divergent_fraction", 0.97)),
-			timed("divergence", "random_p0.5", 80, true, p("pattern", "random", "p", 0.5, "divergent_fraction", 1.0)),
-		}, []string{"from 1.25× the uniform time when 28% of the groups diverged (p = 0.01) to 2.00× when 100% did (p = 0.5)",
-			"runs both branches does not hold:*", "random lanes did (p = 0.1 took 2.40× the uniform time)", "predicts a regular pattern of branches but not a random one"}},
+			timed("divergence", "random_p0.5", 100, true, p("pattern", "random", "p", 0.5, "divergent_fraction", 1.0)),
+		}, []string{"the time against uniform was 1.25× at p = 0.01 (28% of the groups diverged), 2.40× at p = 0.1 (97% of the groups diverged) and 2.50× at p = 0.5 (100% of the groups diverged): slower beyond noise at every p.",
+			"runs both branches does not hold:*", "random lanes did (p = 0.5 took 2.50× the uniform time): the cost follows how predictable the branch is", "can predict a regular pattern of branches, not a random one"}},
+		{"one random p slower, the others not (the H100's PoCL run)", []bench.Record{
+			timed("divergence", "uniform", 40, true, p("pattern", "uniform", "divergent_fraction", 0.0)),
+			fastest(timed("divergence", "warp_split", 36.1, true, p("pattern", "warp_split", "divergent_fraction", 0.0)), 39),
+			fastest(timed("divergence", "alternate_lanes", 36.1, true, p("pattern", "alternate_lanes", "divergent_fraction", 1.0)), 39),
+			fastest(timed("divergence", "random_p0.01", 35.9, true, p("pattern", "random", "p", 0.01, "divergent_fraction", 0.28)), 39),
+			timed("divergence", "random_p0.1", 45.6, true, p("pattern", "random", "p", 0.1, "divergent_fraction", 0.97)),
+			timed("divergence", "random_p0.5", 35.6, true, p("pattern", "random", "p", 0.5, "divergent_fraction", 1.0)),
+		}, []string{"took the time of uniform within noise (0.903× by median, 0.985× by fastest run)",
+			"0.897× at p = 0.01 (28% of the groups diverged), 1.14× at p = 0.1 (97% of the groups diverged) and 0.890× at p = 0.5",
+			": slower beyond noise at p = 0.1, within noise at p = 0.01 and faster beyond noise at p = 0.5.",
+			"and not in order of how unpredictable the branch is: p = 0.5, the least predictable, took 0.890× the uniform time. This run does not say what made p = 0.1 slower.",
+			"a SIMD vector, not a 32-lane warp."}},
 		{"barriers faster", []bench.Record{
 			timed("barrier", "nobar_l32", 69, true, p("local", 32, "barrier", false, "barriers", 0)),
 			timed("barrier", "bar_l32", 25.8, true, p("local", 32, "barrier", true, "barriers", 64*32768)),
@@ -143,6 +162,15 @@ func TestFindingsOnACPUDevice(t *testing.T) {
 			timed("barrier", "bar_l256", 29.1, true, p("local", 256, "barrier", true, "barriers", 64*4096)),
 		}, []string{"| opencl:0:0 | 32 | 25.8 ms | 69.0 ms | 0.374× | -20.6 ns (faster with barriers) |",
 			"saved 20.6 ns per work-group barrier at 32 and 174 ns at 256", "is cheap cannot be tested here:*", "faster with barriers than without, at every size: with barriers the compiler built a different kernel", "PoCL compiles the code between two barriers"}},
+		{"barrier cost in SM cycles (the H100's CUDA run)", []bench.Record{
+			timed("barrier", "nobar_l32", 0.329, false, p("local", 32, "barrier", false, "barriers", 0, "compute_units", 132, "clock_mhz", 1980)),
+			timed("barrier", "bar_l32", 0.668, false, p("local", 32, "barrier", true, "barriers", 64*(1<<24)/32, "rounds", 64, "compute_units", 132, "clock_mhz", 1980)),
+			timed("barrier", "nobar_l256", 0.279, false, p("local", 256, "barrier", false, "barriers", 0, "compute_units", 132, "clock_mhz", 1980)),
+			timed("barrier", "bar_l256", 0.368, false, p("local", 256, "barrier", true, "barriers", 64*(1<<24)/256, "rounds", 64, "compute_units", 132, "clock_mhz", 1980)),
+		}, []string{"| extra time per work-group barrier | the same, in cycles of one compute unit (SM) |", "| cuda:0 | 32 | 668 µs | 329 µs | 2.03× | 10.1 ps | 2.64 |",
+			"| cuda:0 | 256 | 368 µs | 279 µs | 1.32× | 21.2 ps | 5.55 |", "Every work-item passes the same 64 barriers at every size",
+			"the device's 132 SMs, each work-group barrier cost one SM 2.64 cycles at 32 and 5.55 at 256, or 2.64 and 0.693 per warp that waits at it",
+			"is cheap does not hold:*", "the one-warp groups suffered most: the same barriers per work-item made the kernel take 2.03× its time without them in groups of 32, and 1.32× in groups of 256."}},
 		{"barrier cost within noise", []bench.Record{
 			timed("barrier", "nobar_l32", 10, false, p("local", 32, "barrier", false, "barriers", 0)),
 			timed("barrier", "bar_l32", 10.1, false, p("local", 32, "barrier", true, "barriers", 1000)),
