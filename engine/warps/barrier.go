@@ -7,7 +7,8 @@ package warps
 //
 // Params: "local", "rounds" (barriers per work-group), "groups" and
 // "barriers" (work-group barriers executed in one run: rounds x groups; 0 for
-// nobar). The cost of one barrier is
+// nobar), and the device's "compute_units" (SMs) and "clock_mhz", which turn
+// the cost into cycles of one compute unit. The cost of one barrier is
 //
 //	ns_per_barrier = (median_ms(bar_lL) - median_ms(nobar_lL)) * 1e6 / barriers
 //
@@ -122,7 +123,8 @@ func barrierBuild(g *gpu, dev *engine.Device, size string) (cases []bench.Case, 
 				barriers = barrierRounds * groups
 			}
 			params := bench.Params{"local": local, "rounds": barrierRounds, "groups": groups,
-				"barriers": barriers, "barrier": sync, "elements": n}
+				"barriers": barriers, "barrier": sync, "elements": n,
+				"compute_units": dev.Info.ComputeUnits, "clock_mhz": dev.Info.ClockMHz}
 			c := bench.Case{
 				Variant: variant, Params: params,
 				Baseline: !sync && local == 256,

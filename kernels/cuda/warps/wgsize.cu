@@ -15,8 +15,11 @@
 // Why: a warp is 32 threads; a block of 8 leaves 24 lanes of its warp idle.
 // An SM also holds at most 32 blocks (sm_90), so small blocks cap the number of
 // resident warps (occupancy) below what latency hiding needs: 32 blocks of 32
-// threads are 32 warps of the 64 an SM can hold. __launch_bounds__ tells ptxas
-// the largest block, so it may use more registers per thread when it is small.
+// threads are 32 warps of the 64 an SM can hold. From blocks of 64 on, 32
+// blocks fill all 64 warp slots, so occupancy explains a gain from 32 to 64
+// only; a gain beyond 64 has another cause, which this sweep does not name.
+// __launch_bounds__ tells ptxas the largest block, so it may use more
+// registers per thread when it is small.
 
 #ifdef WG
 #define WG_HINT __launch_bounds__(WG)
