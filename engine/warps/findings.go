@@ -381,7 +381,7 @@ func fastMathFinding(recs []bench.Record, name, what string) (finding, bool) {
 	default:
 		f.verdict, f.why = doesNotHold, what+" changed nothing measurable"
 		if fast.MaxRelErr == p.MaxRelErr {
-			f.why += ", and the error is exactly the precise build's: the compiler still called the precise functions."
+			f.why += ", and its largest error is exactly the precise build's, which suggests that the same precise instructions ran: the build did not swap in faster functions here. Only the compiled device code (on NVIDIA, the SASS) would confirm it."
 		} else {
 			f.why += "."
 		}

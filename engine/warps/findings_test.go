@@ -80,7 +80,7 @@ func TestFindingsOfRecordedRuns(t *testing.T) {
 		{"divergence", []string{"**cuda:0** (NVIDIA H200): alternate_lanes", "took 1.55× the time of uniform", "the time of uniform within noise (0.980×)",
 			"the time against uniform was 1.16× at p = 0.01 (27% of the groups diverged)", ": slower beyond noise at every p.", "runs both branches holds:*", "**opencl:1:0**"}},
 		{"fastmath", []string{"The fast_flags build calls `expf, sinf with --use_fast_math`", "the speed of the precise build within noise",
-			"makes math faster does not hold:*", "the compiler still called the precise functions", "native build calls `__expf, __sinf`",
+			"makes math faster does not hold:*", "which suggests that the same precise instructions ran", "native build calls `__expf, __sinf`",
 			"2.80× the speed", "are faster holds:*", "**opencl:1:0**", "-cl-fast-relaxed-math`, the precise one `exp, sin`. It ran at 2.92× the speed", "makes math faster holds:*"}},
 		{"wgsize", []string{"copy was fastest in work-groups of 256", "groups of 32 took 5.62× the time of groups of 256", "the size to use does not hold:*",
 			"other sizes beat 32 for both kernels: the copy ran fastest in groups of 256, and the FMA chain ran fastest in groups of 512.",

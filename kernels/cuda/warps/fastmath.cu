@@ -13,18 +13,22 @@
 // are >= 0, so the float32 sum does not cancel and its error shows the
 // functions' error. It is compute-bound: 8 bytes of memory per ITERS
 // exp+sin pairs. Built three ways by the host: precise (expf, sinf: 2 ulp),
-// fast flags (the same source with --use_fast_math: expf and sinf become
-// __expf and __sinf, denormals flush to zero, divisions and square roots
-// are approximate) and intrinsic (-DUSE_NATIVE: __expf, __sinf written out).
+// fast flags (the same source compiled by NVRTC with --use_fast_math, which
+// the CUDA guide says maps expf and sinf to __expf and __sinf, flushes
+// denormals to zero and approximates divisions and square roots) and
+// intrinsic (-DUSE_NATIVE: __expf, __sinf written out).
 //
 // Why: precise sinf needs a range reduction (with a slow path for large
 // arguments) and a polynomial, expf a reduction by ln 2 and a polynomial:
 // tens of instructions on the FMA pipes. __sinf and __expf are one or two
 // instructions on the special function unit (MUFU.SIN, MUFU.EX2), whose
 // error is ~1e-6 absolute near 0 and grows with |t| for __sinf (the CUDA
-// guide bounds it for |t| <= pi only). So fast flags and intrinsics should be
-// about equally fast here, and the speedup is the cost of the precise
-// library. (The OpenCL twin explains PoCL's CPU device.)
+// guide bounds it for |t| <= pi only). If the flag maps the calls, fast flags
+// and intrinsics run the same instructions: about the same speed and the
+// same error. If the fast-flags build runs at the precise build's speed with
+// exactly its error, the precise instructions most likely still ran; only the
+// module's SASS (cuobjdump -sass: MUFU.SIN or not) would confirm which.
+// (The OpenCL twin explains PoCL's CPU device.)
 #ifndef ITERS
 #define ITERS 32
 #endif
