@@ -88,9 +88,12 @@ func Findings(recs []bench.Record) string {
 }
 
 // Summary is a table of the guide's claims against the devices of this
-// run (live) and of recorded runs: each cell the verdict and the figures
-// it rests on.
-func Summary(live, recorded []bench.Record) string {
+// run (live) and of recorded runs (RecordedRuns of each suite): each cell
+// the verdict and the figures it rests on. Under the table, each recorded
+// column's caption (bench.RecordsCaption: device, commit, date and the
+// command, S standing for each suite); a recorded run without its
+// provenance is an error.
+func Summary(live, recorded []bench.Record) (string, error) {
 	type column struct {
 		label string
 		recs  []bench.Record
@@ -99,12 +102,29 @@ func Summary(live, recorded []bench.Record) string {
 	for _, dev := range byDevice(live) {
 		cols = append(cols, column{fmt.Sprintf("`%s` (%s), this run", dev[0].Device, dev[0].DeviceName), dev})
 	}
-	for _, dev := range byDevice(recorded) {
+	var notes []string
+	for i, dev := range byDevice(recorded) {
 		date, _, _ := strings.Cut(dev[0].Date, "T")
-		cols = append(cols, column{fmt.Sprintf("`%s` (%s), recorded %s", dev[0].Device, dev[0].DeviceName, date), dev})
+		mark := strings.Repeat("†", i+1)
+		cols = append(cols, column{fmt.Sprintf("`%s` (%s), recorded %s %s", dev[0].Device, dev[0].DeviceName, date, mark), dev})
+		command := "" // RecordedRuns' command for this device, S for the suite
+		for _, run := range RecordedRuns("S") {
+			if strings.Contains(run.Command, "--device "+dev[0].Device+" ") {
+				command = run.Command
+			}
+		}
+		caption, err := bench.RecordsCaption(dev, command)
+		if err != nil {
+			return "", err
+		}
+		var suites []string
+		for _, suite := range bySuite(dev) {
+			suites = append(suites, suite[0].Suite)
+		}
+		notes = append(notes, fmt.Sprintf("%s %s, for each suite S: %s.", mark, strings.TrimSuffix(strings.Trim(caption, "*"), ":"), strings.Join(suites, ", ")))
 	}
 	if len(cols) == 0 {
-		return "*No records to summarise.*\n"
+		return "*No records to summarise.*\n", nil
 	}
 	var b strings.Builder
 	b.WriteString("| the guide's claim |")
@@ -126,7 +146,10 @@ func Summary(live, recorded []bench.Record) string {
 		}
 		b.WriteString("\n")
 	}
-	return b.String()
+	for _, n := range notes {
+		b.WriteString("\n" + n + "\n")
+	}
+	return b.String(), nil
 }
 
 // BarrierTable shows each work-group size's times with and without
@@ -142,7 +165,7 @@ func BarrierTable(recs []bench.Record) string {
 			cycles := "-"
 			if c, ok := p.cycles(); ok {
 				withCycles = true
-				if bench.Differ(p.bar, p.nobar) {
+				if bench.Slower(p.bar, p.nobar) { // a cost: not where barriers made the kernel faster
 					cycles = sig3(c)
 				}
 			}
@@ -530,7 +553,7 @@ func judgeBarrier(recs []bench.Record) (finding, bool) {
 	case allFaster:
 		f.measured += fmt.Sprintf(" Spread over the barriers executed, the version with barriers saved %s per work-group barrier at %d and %s at %d.",
 			formatTime(-small.costMS()), small.local, formatTime(-large.costMS()), large.local)
-	case okS && okL && bench.Differ(small.bar, small.nobar) && bench.Differ(large.bar, large.nobar):
+	case okS && okL && bench.Slower(small.bar, small.nobar) && bench.Slower(large.bar, large.nobar):
 		unit, per := "compute unit", ""
 		if !onCPU(recs) {
 			unit = "SM"

@@ -157,10 +157,10 @@ func TestFindingsOnACPUDevice(t *testing.T) {
 			"a SIMD vector, not a 32-lane warp."}},
 		{"barriers faster", []bench.Record{
 			timed("barrier", "nobar_l32", 69, true, p("local", 32, "barrier", false, "barriers", 0)),
-			timed("barrier", "bar_l32", 25.8, true, p("local", 32, "barrier", true, "barriers", 64*32768)),
+			timed("barrier", "bar_l32", 25.8, true, p("local", 32, "barrier", true, "barriers", 64*32768, "compute_units", 16, "clock_mhz", 2600)),
 			timed("barrier", "nobar_l256", 74.6, true, p("local", 256, "barrier", false, "barriers", 0)),
 			timed("barrier", "bar_l256", 29.1, true, p("local", 256, "barrier", true, "barriers", 64*4096)),
-		}, []string{"| opencl:0:0 | 32 | 25.8 ms | 69.0 ms | 0.374× | -20.6 ns (faster with barriers) |",
+		}, []string{"| opencl:0:0 | 32 | 25.8 ms | 69.0 ms | 0.374× | -20.6 ns (faster with barriers) | - |\n",
 			"saved 20.6 ns per work-group barrier at 32 and 174 ns at 256", "is cheap cannot be tested here:*", "faster with barriers than without, at every size: with barriers the compiler built a different kernel", "PoCL compiles the code between two barriers"}},
 		{"barrier cost in SM cycles (the H100's CUDA run)", []bench.Record{
 			timed("barrier", "nobar_l32", 0.329, false, p("local", 32, "barrier", false, "barriers", 0, "compute_units", 132, "clock_mhz", 1980)),
@@ -258,13 +258,16 @@ func TestSummary(t *testing.T) {
 	for _, s := range Suites {
 		rec = append(rec, recorded(t, s)...)
 	}
-	md := Summary(live, rec)
-	lines := strings.Split(strings.TrimSpace(md), "\n")
-	if len(lines) != 2+len(claims) {
+	md, err := Summary(live, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, notes, _ := strings.Cut(md, "\n\n")
+	if lines := strings.Split(table, "\n"); len(lines) != 2+len(claims) {
 		t.Fatalf("%d lines, want a header, a rule and %d claims:\n%s", len(lines), len(claims), md)
 	}
 	for _, w := range []string{
-		"| the guide's claim | `opencl:0:0` (pthread-skylake-avx512-AMD EPYC), this run | `cuda:0` (NVIDIA H200), recorded 2026-11-22 | `opencl:1:0` (NVIDIA H200), recorded 2026-11-22 |",
+		"| the guide's claim | `opencl:0:0` (pthread-skylake-avx512-AMD EPYC), this run | `cuda:0` (NVIDIA H200), recorded 2026-11-22 † | `opencl:1:0` (NVIDIA H200), recorded 2026-11-22 †† |",
 		"| a warp whose lanes disagree runs both branches | not run | **holds**: alternate_lanes 1.55×, warp_split 0.980× the uniform time; random lanes up to 1.54× |",
 		"| images and samplers beat buffers | **does not hold**: image over buffer time: blur 6.24×, sobel 10.4× | **does not hold**: image over buffer time: blur 3.26×, sobel 2.07× |",
 		"| `-cl-fast-relaxed-math` makes math faster | not run | **does not hold**: 1.00× the speed",
@@ -273,7 +276,23 @@ func TestSummary(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", w, md)
 		}
 	}
-	if got := Summary(nil, nil); !strings.Contains(got, "No records") {
+	for _, w := range []string{
+		"† Recorded on NVIDIA H200 (`cuda:0`), commit `",
+		", with `lab bench S --device cuda:0 --min-time 20ms --json h200-S-cuda-0.json`, for each suite S: divergence, fastmath, wgsize, barrier, occupancy, intensity, banks, filter.",
+		"†† Recorded on NVIDIA H200 (`opencl:1:0`)",
+	} {
+		if !strings.Contains(notes, w) {
+			t.Errorf("the captions lack %q:\n%s", w, notes)
+		}
+	}
+	if got, _ := Summary(nil, nil); !strings.Contains(got, "No records") {
 		t.Errorf("empty summary: %q", got)
+	}
+	noCommit := recorded(t, "filter")
+	for i := range noCommit {
+		noCommit[i].Commit = ""
+	}
+	if _, err := Summary(nil, noCommit); err == nil {
+		t.Error("a recorded run without its commit was summarised")
 	}
 }
