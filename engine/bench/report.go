@@ -468,11 +468,21 @@ func caption(ps []Provenance, command string) (string, error) {
 	if len(commits) > 1 {
 		commit = "commits " + strings.Join(commits, ", ") + " (rows of several runs)"
 	}
-	if len(commits) == 1 && strings.HasSuffix(ps[0].Commit, "-dirty") {
-		commit += " (built with uncommitted changes: not exactly that commit's code)"
+	if len(commits) == 1 {
+		commit += DirtyNote(ps[0].Commit)
 	}
 	day, _, _ := strings.Cut(ps[0].Date, "T")
 	return fmt.Sprintf("*Recorded on %s, %s, %s, with `%s`:*", strings.Join(devices, " and "), commit, day, command), nil
+}
+
+// DirtyNote is what a caption adds after a commit with uncommitted changes
+// (a "-dirty" suffix): " (built with uncommitted changes: not exactly that
+// commit's code)"; nothing after a clean commit.
+func DirtyNote(commit string) string {
+	if strings.HasSuffix(commit, "-dirty") {
+		return " (built with uncommitted changes: not exactly that commit's code)"
+	}
+	return ""
 }
 
 // appendNew appends s to list unless list has it.

@@ -130,13 +130,14 @@ func (r *Run) shortCommit() string {
 }
 
 // Caption says where a run's figures come from, in the style of the
-// lab's recorded tables: the GPU, device, commit, date and command.
+// lab's recorded tables (bench.RecordsCaption): the GPU, device, commit
+// (and whether the tree had uncommitted changes), date and command.
 func (r *Run) Caption() string {
 	date, _, _ := strings.Cut(r.Date, "T")
 	if r.Live() {
-		return fmt.Sprintf("*Measured now on %s (`%s`), commit `%s`, as `%s` measures it:*", r.GPU(), r.Device, r.Commit, r.Command())
+		return fmt.Sprintf("*Measured now on %s (`%s`), commit `%s`%s, as `%s` measures it:*", r.GPU(), r.Device, r.Commit, bench.DirtyNote(r.Commit), r.Command())
 	}
-	return fmt.Sprintf("*Recorded on %s (`%s`), commit `%s`, %s, with `%s` (`docs/results/%s`):*", r.GPU(), r.Device, r.Commit, date, r.Command(), r.File)
+	return fmt.Sprintf("*Recorded on %s (`%s`), commit `%s`%s, %s, with `%s` (`docs/results/%s`):*", r.GPU(), r.Device, r.Commit, bench.DirtyNote(r.Commit), date, r.Command(), r.File)
 }
 
 // Source says where a run comes from, within a sentence: "recorded on

@@ -7,6 +7,7 @@ package lfm2
 // error naming what the run lacks.
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -171,9 +172,9 @@ func DecodeMarkdown(runs ...*Run) (string, error) {
 // DecodeFigures draws a batch-1 decode step before and after the decode
 // work by operation, in the order of before's (slowest first); each
 // operation's time before ÷ after (those of at least 50 µs before) with
-// the ratio of the two GPUs' bandwidths as the reference line, what the
-// bandwidth alone would give a bandwidth-bound operation; and the tokens/s
-// before and after next to HF's.
+// the ratio of the two GPUs' bandwidths as the reference line (1 on one
+// GPU model), what the bandwidth alone would give a bandwidth-bound
+// operation; and the tokens/s before and after next to HF's.
 func DecodeFigures(before, after *Run, hf *HFPeer) ([]*plot.Figure, error) {
 	b1, err := before.DecodeAt(1)
 	if err != nil {
@@ -188,14 +189,18 @@ func DecodeFigures(before, after *Run, hf *HFPeer) ([]*plot.Figure, error) {
 		order = append(order, o.Name)
 	}
 	names, ratios := opRatios(b1.StepOps, a1.StepOps)
-	bw := after.PeakGBps / before.PeakGBps
+	bw := bandwidthRatio(before, after)
+	gpus, ref := fmt.Sprintf("%s before, %s after", before.shortGPU(), after.shortGPU()), fmt.Sprintf("bandwidth alone: %s/%s = %.2f×", after.shortGPU(), before.shortGPU(), bw)
+	if sameGPU(before, after) {
+		gpus, ref = "both on the "+before.shortGPU(), "no change: 1×"
+	}
 	return []*plot.Figure{
 		OpBars("batch-1 decode step, BEFORE the decode work ("+before.Tag()+")", b1.StepOps, order),
 		OpBars("batch-1 decode step, AFTER the decode work ("+after.Tag()+")", a1.StepOps, order),
-		plot.Bars(fmt.Sprintf("before ÷ after, per operation of ≥ 50 µs (%s before, %s after)", before.shortGPU(), after.shortGPU()), "before ÷ after",
-			names, ratios).WithValueSuffix("×").WithReference(bw, fmt.Sprintf("bandwidth alone: %s/%s = %.2f×", after.shortGPU(), before.shortGPU(), bw)),
-		plot.Bars("batch-1 greedy decode, tokens/s", "tokens/s",
-			[]string{"gpulab before, " + before.Tag(), "gpulab after, " + after.Tag(), "HF transformers, " + strings.TrimPrefix(hf.Device, "NVIDIA ")},
+		plot.Bars(fmt.Sprintf("before ÷ after, per operation of ≥ 50 µs (%s)", gpus), "before ÷ after",
+			names, ratios).WithValueSuffix("×").WithReference(bw, ref),
+		plot.Bars(fmt.Sprintf("batch-1 greedy decode, tokens/s (before: %s; after: %s; HF: %s)", before.Tag(), after.Tag(), strings.TrimPrefix(hf.Device, "NVIDIA ")), "tokens/s",
+			[]string{"gpulab before", "gpulab after", "HF transformers"},
 			[]float64{b1.TokensPerSec, a1.TokensPerSec, hf.Decode}),
 	}, nil
 }
@@ -212,10 +217,11 @@ func opRatios(before, after []OpTime) (names []string, ratios []float64) {
 }
 
 // DecodeFindings says what the decode work changed, from batch-1 steps
-// before and after it (on GPUs of different bandwidths): the rate against
-// HF's, which operations shrank beyond the bandwidth ratio, which stayed,
-// and the share of each GPU's bandwidth the experts and the whole step
-// reach.
+// before and after it (on one GPU model, or on GPUs of different
+// bandwidths): the rate against HF's, which operations shrank beyond the
+// bandwidth ratio (1 on one GPU model), which shrank less, which stayed,
+// which got slower, and the share of each GPU's bandwidth the experts and
+// the whole step reach.
 func DecodeFindings(before, after *Run, hf *HFPeer) (string, error) {
 	c, err := after.ModelConfig()
 	if err != nil {
@@ -230,28 +236,13 @@ func DecodeFindings(before, after *Run, hf *HFPeer) (string, error) {
 		return "", err
 	}
 	var bullets []string
-	bullets = append(bullets, decodeVersusHF(after, a1, hf)+fmt.Sprintf(" Before the work, %s (%s), a %s step.",
-		runRate(b1.TokensPerSec)+" tokens/s", before.Source(), runMS(b1.MS/float64(b1.Steps))))
-	bw := after.PeakGBps / before.PeakGBps
+	then := fmt.Sprintf(" Before the work, %s (%s), a %s step.", runRate(b1.TokensPerSec)+" tokens/s", before.Source(), runMS(b1.MS/float64(b1.Steps)))
+	if sameGPU(before, after) {
+		then += fmt.Sprintf(" On the same GPU model, the step is %s as fast.", runX(a1.TokensPerSec/b1.TokensPerSec))
+	}
+	bullets = append(bullets, decodeVersusHF(after, a1, hf)+then)
 	names, ratios := opRatios(b1.StepOps, a1.StepOps)
-	var faster, same []string
-	var fasterR, sameR []float64
-	for i, n := range names {
-		switch {
-		case ratios[i] > 1.2*bw:
-			faster, fasterR = append(faster, n), append(fasterR, ratios[i])
-		case ratios[i] >= 0.9 && ratios[i] <= 1.1:
-			same, sameR = append(same, n), append(sameR, ratios[i])
-		}
-	}
-	if len(faster) > 0 {
-		bullets = append(bullets, fmt.Sprintf("%s shrank %s, beyond the %s that the %s's bandwidth over the %s's accounts for.",
-			bench.JoinAnd(codeSpans(faster)), runRange(fasterR), runX(bw), after.shortGPU(), before.shortGPU()))
-	}
-	if len(same) > 0 {
-		bullets = append(bullets, fmt.Sprintf("%s stayed within %s: less than the bandwidth ratio, so memory does not bound them; their launches and short grids are the likelier suspects.",
-			bench.JoinAnd(codeSpans(same)), runRange(sameR)))
-	}
+	bullets = append(bullets, opChangeBullets(before, after, names, ratios)...)
 	es := elemBytes(after)
 	var shares []string
 	for _, x := range []struct {
@@ -272,6 +263,134 @@ func DecodeFindings(before, after *Run, hf *HFPeer) (string, error) {
 	step := DecodeStepBytes(c, 1, es)
 	bullets = append(bullets, fmt.Sprintf("The whole step reads its %.1f GB at %s of the %s's bandwidth, in %d timed operations over %d layers.",
 		step/1e9, runPct(bandwidthShare(step, a1.MS/float64(a1.Steps), after)), after.shortGPU(), calls, c.Layers))
+	return bulletList(bullets), nil
+}
+
+// DecodeAfter is the run to set against before as "after" the decode
+// work: one, when it was measured now with decode on the same GPU model
+// as before (a same-GPU comparison), else recorded.
+func DecodeAfter(before, one, recorded *Run) *Run {
+	if one != nil && one.Live() && len(one.Decode) > 0 && one.DeviceName == before.DeviceName {
+		return one
+	}
+	return recorded
+}
+
+// sameGPU says whether two runs ran on the same GPU model, so that their
+// times compare without a bandwidth ratio.
+func sameGPU(a, b *Run) bool { return a.DeviceName == b.DeviceName }
+
+// bandwidthRatio is after's GPU's DRAM bandwidth over before's: 1 on the
+// same GPU model.
+func bandwidthRatio(before, after *Run) float64 {
+	if sameGPU(before, after) {
+		return 1
+	}
+	return after.PeakGBps / before.PeakGBps
+}
+
+// opChange is how an operation's time before ÷ after compares with the
+// bandwidth ratio bw between the GPUs (1 on one GPU model).
+type opChange int
+
+const (
+	opShrankBeyond opChange = iota // more than 1.2·bw (and 1.1)
+	opShrankWithin                 // over 1.1, up to 1.2·bw
+	opUnchanged                    // 0.9 to 1.1
+	opSlower                       // below 0.9: a regression
+)
+
+func classifyOp(ratio, bw float64) opChange {
+	switch {
+	case ratio < 0.9:
+		return opSlower
+	case ratio <= 1.1:
+		return opUnchanged
+	case ratio > 1.2*bw:
+		return opShrankBeyond
+	}
+	return opShrankWithin
+}
+
+// opChangeBullets says, for each class of change with operations in it,
+// which operations changed by how much between before and after: those
+// that shrank beyond the bandwidth ratio, those within it, those that
+// stayed, and those that got slower.
+func opChangeBullets(before, after *Run, names []string, ratios []float64) []string {
+	bw := bandwidthRatio(before, after)
+	var groups [4][]string
+	var groupR [4][]float64
+	for i, n := range names {
+		k := classifyOp(ratios[i], bw)
+		groups[k], groupR[k] = append(groups[k], n), append(groupR[k], ratios[i])
+	}
+	same := sameGPU(before, after)
+	var bullets []string
+	for k, ops := range groups {
+		if len(ops) == 0 {
+			continue
+		}
+		list, r := bench.JoinAnd(codeSpans(ops)), runRange(groupR[k])
+		var s string
+		switch k := opChange(k); {
+		case k == opShrankBeyond && same:
+			s = fmt.Sprintf("%s shrank %s on the same GPU model, where no change of bandwidth accounts for any of it.", list, r)
+		case k == opShrankBeyond:
+			s = fmt.Sprintf("%s shrank %s, beyond the %s that the %s's bandwidth over the %s's accounts for.", list, r, runX(bw), after.shortGPU(), before.shortGPU())
+		case k == opShrankWithin && same:
+			s = fmt.Sprintf("%s shrank a little, %s.", list, r)
+		case k == opShrankWithin:
+			s = fmt.Sprintf("%s shrank %s, no more than the %s of the bandwidth ratio (with a 20%% margin) accounts for: the work may not have touched them.", list, r, runX(bw))
+		case k == opUnchanged && same:
+			s = fmt.Sprintf("%s stayed within %s: the work left them as they were.", list, r)
+		case k == opUnchanged:
+			s = fmt.Sprintf("%s stayed within %s: less than the bandwidth ratio, so memory does not bound them; their launches and short grids are the likelier suspects.", list, r)
+		default:
+			s = fmt.Sprintf("%s got slower (before ÷ after %s): a regression to look into", list, r)
+			if bw > 1 {
+				s += fmt.Sprintf(", on a GPU with %s the bandwidth", runX(bw))
+			}
+			s += "."
+		}
+		bullets = append(bullets, s)
+	}
+	return bullets
+}
+
+// DecodeStepFindings says where the time of r's batch-1 decode step goes:
+// the step and its rate, the sum of its timed operations, the persistent
+// experts' share of it and of the GPU's bandwidth, the next operations,
+// and the share of the bandwidth at which the whole step reads.
+func DecodeStepFindings(r *Run) (string, error) {
+	c, err := r.ModelConfig()
+	if err != nil {
+		return "", err
+	}
+	d, err := r.DecodeAt(1)
+	if err != nil {
+		return "", err
+	}
+	ops := slices.Clone(d.StepOps)
+	slices.SortStableFunc(ops, func(a, b OpTime) int { return cmp.Compare(b.MS, a.MS) })
+	total, stepMS := TotalMS(ops), d.MS/float64(d.Steps)
+	var bullets []string
+	bullets = append(bullets, fmt.Sprintf("A batch-1 step (%s) takes %s, %s tokens/s; its timed operations sum to %s, more than the step, because the events around each operation cost time too.",
+		r.Source(), runMS(stepMS), runRate(d.TokensPerSec), runMS(total)))
+	var next []string
+	for _, o := range ops {
+		if o.Name == opPersistentExperts {
+			share := bandwidthShare(float64(moeLayers(c))*expertBytes(c, 1, elemBytes(r)), o.MS, r)
+			bullets = append(bullets, fmt.Sprintf("The persistent experts take %s of it (%s), reading their weights at %s of the %s's bandwidth.",
+				runMS(o.MS), runPct(o.MS/total), runPct(share), r.shortGPU()))
+		} else if len(next) < 3 {
+			next = append(next, fmt.Sprintf("`%s` (%s)", o.Name, runMS(o.MS)))
+		}
+	}
+	if len(next) > 0 {
+		bullets = append(bullets, fmt.Sprintf("The next operations are %s.", bench.JoinAnd(next)))
+	}
+	step := DecodeStepBytes(c, 1, elemBytes(r))
+	bullets = append(bullets, fmt.Sprintf("The whole step reads its %.1f GB at %s of the %s's bandwidth.", step/1e9, runPct(bandwidthShare(step, stepMS, r)), r.shortGPU()))
 	return bulletList(bullets), nil
 }
 

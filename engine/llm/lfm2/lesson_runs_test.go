@@ -66,6 +66,9 @@ func TestRunCaption(t *testing.T) {
 	if got, want := before.Tag(), "H100, 883cfb8-dirty"; got != want {
 		t.Errorf("Tag() = %q, want %q", got, want)
 	}
+	if got := before.Caption(); !strings.Contains(got, "commit `883cfb89eea1-dirty` (built with uncommitted changes: not exactly that commit's code), 2026-11-22") {
+		t.Errorf("a -dirty run's Caption() = %q", got)
+	}
 	live := &Run{BenchRecord: BenchRecord{Commit: "0123456789ab", Device: "cuda:0", DeviceName: "NVIDIA H100 80GB HBM3", DType: BF16,
 		Model: "random lfm2-8b-a1b (seed 1)", Batch: 8, Seq: 4, Reps: 3}}
 	if got := live.Caption(); !strings.HasPrefix(got, "*Measured now on NVIDIA H100 80GB HBM3 (`cuda:0`), commit `0123456789ab`, as `lab lfm2 bench --random") {
@@ -300,6 +303,52 @@ func TestDecodeFindings(t *testing.T) {
 	for _, f := range figs {
 		if _, err := f.PNG(0, 0); err != nil {
 			t.Error(err)
+		}
+	}
+
+	// The same GPU model, live: no bandwidth to discount; a slower
+	// operation and one that shrank a little are reported too.
+	live := &Run{BenchRecord: before.BenchRecord}
+	live.Commit = "3333333cccc"
+	live.Decode = []DecodeRecord{{Batch: 1, Steps: 32, MS: 80, TokensPerSec: 400,
+		StepOps: []OpTime{{opPersistentExperts, 22, 1.1}, {opRouter, 22, 0.25}, {"attention", 6, 0.2}, {"moe group", 44, 0.22}, {"moe combine", 22, 0.2}}}}
+	before.Decode[0].StepOps = append(before.Decode[0].StepOps, OpTime{"moe combine", 22, 0.178})
+	if got := DecodeAfter(before, live, after); got != live {
+		t.Errorf("DecodeAfter with a live run on the same GPU = %s", got.Source())
+	}
+	if got := DecodeAfter(after, live, after); got != after {
+		t.Errorf("DecodeAfter with a live run on another GPU = %s", got.Source())
+	}
+	got, err = DecodeFindings(before, live, hf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"On the same GPU model, the step is 1.71× as fast.",
+		"`experts (persistent)` and `router` shrank 1.64–4.40× on the same GPU model",
+		"`moe group` shrank a little, 1.14×.",
+		"`attention` stayed within 1.00×: the work left them as they were.",
+		"`moe combine` got slower (before ÷ after 0.89×): a regression to look into.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("same-GPU DecodeFindings lacks %q:\n%s", want, got)
+		}
+	}
+	figs, err = DecodeFigures(before, live, hf)
+	if err != nil || !strings.Contains(figs[2].Title, "both on the H100") || !strings.Contains(figs[3].Title, "before: H100, 1111111; after: H100, now") {
+		t.Errorf("same-GPU DecodeFigures: %v, %q, %q", err, figs[2].Title, figs[3].Title)
+	}
+	got, err = DecodeStepFindings(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"A batch-1 step (measured now on NVIDIA H100 80GB HBM3) takes 2.50 ms, 400 tokens/s; its timed operations sum to 1.97 ms",
+		fmt.Sprintf("The persistent experts take 1.10 ms of it (56%%), reading their weights at %.0f%% of the H100's bandwidth.", 100*22*expertsPerLayer/1.1e-3/3350e9),
+		"The next operations are `router` (250 µs), `moe group` (220 µs) and `attention` (200 µs).",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("DecodeStepFindings lacks %q:\n%s", want, got)
 		}
 	}
 }
