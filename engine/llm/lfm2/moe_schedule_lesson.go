@@ -348,14 +348,24 @@ func writeSkewEffect(b *strings.Builder, leads []moeLead) {
 			if skewed.base.Params.Float("tokens") != even.base.Params.Float("tokens") || skewed.base.Params.Float("skew") == 0 {
 				continue
 			}
-			verb := "widens"
-			if skewed.ratio < even.ratio {
-				verb = "narrows"
-			}
-			fmt.Fprintf(b, " At %g tokens the skewed load %s that lead: %s with an even load, %s %s.", even.base.Params.Float("tokens"),
-				verb, moeRatio(even.ratio), moeRatio(skewed.ratio), moeLoadLabel(skewed.base.Params.Float("skew")))
+			fmt.Fprintf(b, " At %g tokens the skewed load %s: %s with an even load, %s %s.", even.base.Params.Float("tokens"),
+				skewEffect(even.ratio, skewed.ratio), moeRatio(even.ratio), moeRatio(skewed.ratio), moeLoadLabel(skewed.base.Params.Float("skew")))
 		}
 	}
+}
+
+// skewEffect says what a skewed load does to a lead of even (a ratio)
+// when it becomes skewed: "widens that lead", "narrows that lead", or
+// "leaves that lead unchanged (within 2%)" where the two differ by 2% or
+// less.
+func skewEffect(even, skewed float64) string {
+	switch {
+	case math.Abs(skewed/even-1) <= 0.02:
+		return "leaves that lead unchanged (within 2%)"
+	case skewed < even:
+		return "narrows that lead"
+	}
+	return "widens that lead"
 }
 
 // writeMoEOccupancy lists each kernel's theoretical occupancy and sets it

@@ -104,6 +104,25 @@ func TestMoEScheduleFigure(t *testing.T) {
 	}
 }
 
+func TestSkewEffect(t *testing.T) {
+	for _, tc := range []struct {
+		even, skewed float64
+		want         string
+	}{
+		{2, 4, "widens that lead"},
+		{4, 2, "narrows that lead"},
+		{1.10, 1.10, "leaves that lead unchanged (within 2%)"},
+		{1.10, 1.12, "leaves that lead unchanged (within 2%)"},
+		{1.10, 1.08, "leaves that lead unchanged (within 2%)"},
+		{1.10, 1.13, "widens that lead"},
+		{1.10, 1.07, "narrows that lead"},
+	} {
+		if got := skewEffect(tc.even, tc.skewed); got != tc.want {
+			t.Errorf("skewEffect(%g, %g) = %q, want %q", tc.even, tc.skewed, got, tc.want)
+		}
+	}
+}
+
 func TestMoEScheduleStory(t *testing.T) {
 	// 64 tokens even: per-expert 2 ms, static 1, queue 1.25; skewed 4, 1, 1;
 	// 1024 tokens even: 10, 8, 8.1.
