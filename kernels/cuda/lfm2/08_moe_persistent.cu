@@ -12,8 +12,14 @@
 // moe_down. One grid of just as many blocks as fit on the GPU at once takes
 // them in turn: warp g of the grid does units g, g + warps, g + 2·warps, ...
 // The number of units comes from the tile offsets of step 07's scan, read
-// on the device, so the host never waits; units cost the same, so the
-// static turn keeps every warp equally busy. A unit is one warp's work: its
+// on the device, so the host never waits. The static turn spends nothing on
+// scheduling (no atomic, no shared counter); it balances the warps only as
+// far as their units take equal times. Where they do not (a tile with fewer
+// rows, a warp whose loads miss L2 while others hit, an SM shared with other
+// work), warps that finish early idle at the end, which a queue that hands
+// out units as warps free up (step 14) evens out for an atomic per unit.
+// Which costs more depends on the GPU and the load: the moe-schedule
+// experiment measures both. A unit is one warp's work: its
 // lanes stream the unit's weight rows with 16-byte loads, several steps in
 // flight (rows_dot in common.cuh), apply each weight to all the tile's
 // token rows (read through L1: the warps of a block share them), and finish
@@ -29,8 +35,7 @@
 // History: the first version gave each block a task from an atomic queue,
 // staged the tile in shared memory behind two barriers, and walked each
 // weight row one 16-byte load at a time, every load waiting for the one
-// before; at batch 1 it was latency-bound, at about a third of the
-// bandwidth on an H100.
+// before; at batch 1 it was latency-bound (docs/lfm2.md gives the profile).
 #include "lfm2/common.cuh"
 
 #define TILE MOE_TILE  // token rows per unit (from the Go side): each weight element serves TILE tokens

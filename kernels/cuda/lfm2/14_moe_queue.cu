@@ -22,11 +22,15 @@
 // The host zeroes them once, when it allocates them.
 // Traffic: as steps 08 and 13; plus one atomic per task on one L2 address,
 // and, per launch, one atomic per warp on another.
-// Cost: tasks of equal cost balance as well with step 08's static turn, and
-// then the atomics are pure overhead; the queue pays off only where tasks
-// take unequal times (a warp slowed by DRAM while others hit in L2, or SMs
-// shared with other work). Near the end a warp may hold a task it took
-// ahead while other warps already left.
+// Cost: one atomic per task, on one L2 address that every warp contends
+// for. Against step 08's static turn, the trade is that atomic against
+// balance: where tasks take equal times the static turn balances as well
+// without it; where they take unequal times (a warp slowed by DRAM while
+// others hit in L2, a tile with fewer rows, SMs shared with other work)
+// the queue keeps warps busy that the static turn would leave idle at the
+// end. Which weighs more is for the moe-schedule experiment to measure.
+// Near the end a warp may hold a task it took ahead while other warps
+// already left.
 #include "lfm2/13_moe_per_expert.cu"
 
 // queue, int32: gate-up next task, gate-up warps done, down next task, down
