@@ -54,6 +54,7 @@ func LoadModel(dir string) (*Config, *Weights, error) {
 // transformers computed from it.
 type Fixture struct {
 	Name    string // the directory's name: dense or moe
+	Dir     string // the directory, for an engine to open
 	Config  *Config
 	Weights *Weights
 	Batch   [][]int   // ids.json: sequences of equal length
@@ -68,7 +69,7 @@ func LoadFixture(dir string) (*Fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Fixture{Name: filepath.Base(dir), Config: c, Weights: w}
+	f := &Fixture{Name: filepath.Base(dir), Dir: dir, Config: c, Weights: w}
 	var ids struct{ Batch [][]int }
 	if err := decodeJSONFile(filepath.Join(dir, "ids.json"), &ids); err != nil {
 		return nil, err

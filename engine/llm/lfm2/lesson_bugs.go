@@ -3,7 +3,8 @@ package lfm2
 // The LFM2 development log's bugs as experiments: each is injected into the
 // CPU reference, and the reference's own logits catch it, position by
 // position, as the log's author caught them by comparing with a CPU
-// reference.
+// reference; on a CUDA device, the RoPE sign bug is compiled into the GPU
+// kernel too, and the reference catches that.
 
 import (
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"gpulab/engine"
 	"gpulab/engine/plot"
 )
 
@@ -78,6 +80,29 @@ func (f *Fixture) RoPESignBug() (LogitsChange, error) {
 		return LogitsChange{}, err
 	}
 	return f.compare("the RoPE sign bug", bug)
+}
+
+// CUDARoPESignBug runs the fixture's batch on the CUDA engine compiled
+// with the RoPE sign bug (CUDAOptions.RoPESignBug, -DROPE_SIGN_BUG=1 in
+// 03_rope.cu) on devs, and measures its logits against the CPU
+// reference's: the reference catching the GPU kernel, as in the
+// development log.
+func (f *Fixture) CUDARoPESignBug(devs []*engine.Device) (LogitsChange, error) {
+	if len(devs) == 0 || slices.ContainsFunc(devs, func(d *engine.Device) bool { return d.Kind != engine.CUDA }) {
+		return LogitsChange{}, fmt.Errorf("lfm2: the RoPE sign bug is compiled into the CUDA engine: it needs CUDA devices")
+	}
+	m, err := Open(f.Dir, devs, CUDAOptions{RoPESignBug: true, MaxBatch: len(f.Batch), MaxSeq: f.Seq()})
+	if err != nil {
+		return LogitsChange{}, err
+	}
+	got, err := m.Logits(f.Batch)
+	if cerr := m.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return LogitsChange{}, err
+	}
+	return f.compare("the CUDA engine with the RoPE sign bug (`-DROPE_SIGN_BUG=1`), against the CPU reference", got)
 }
 
 // NormEps runs the fixture's batch with every RMSNorm's epsilon set to eps

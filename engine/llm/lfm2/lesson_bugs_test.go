@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gpulab/engine"
+	"gpulab/engine/cuda/cudatest"
 )
 
 // TestFixtureRoPESignBug: on both fixtures the bug leaves position 0 exactly
@@ -29,6 +32,31 @@ func TestFixtureRoPESignBug(t *testing.T) {
 		}
 		if md := RoPEBugMarkdown(ch); !strings.Contains(md, "A check of the first token alone would pass") {
 			t.Errorf("%s: %s", name, md)
+		}
+	}
+}
+
+// TestFixtureCUDARoPESignBug: on a CUDA device, the engine compiled with
+// the sign bug is caught by the CPU reference from position 1 on, and
+// position 0, where the bug is the identity, stays within the tolerance;
+// without CUDA devices it says what it needs. The GPU part skips without
+// a GPU.
+func TestFixtureCUDARoPESignBug(t *testing.T) {
+	f := fixture(t, "moe")
+	if _, err := f.CUDARoPESignBug([]*engine.Device{cpuDevice}); err == nil || !strings.Contains(err.Error(), "needs CUDA devices") {
+		t.Errorf("on the CPU: %v", err)
+	}
+	ctx := cudatest.Context(t)
+	dev := &engine.Device{Info: engine.Info{ID: "cuda:0", Kind: engine.CUDA}, CUDA: ctx}
+	for _, name := range []string{"dense", "moe"} {
+		ch, err := fixture(t, name).CUDARoPESignBug([]*engine.Device{dev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst, _ := ch.Max()
+		t.Logf("%s: max |GPU with the bug − CPU reference| %.3g, by position %.3g", name, worst, ch.ByPosition)
+		if ch.ByPosition[0] > ReferenceTolerance || len(ch.Caught()) != len(ch.ByPosition)-1 {
+			t.Errorf("%s: change by position %v, want position 0 within %g and every other beyond it", name, ch.ByPosition, ReferenceTolerance)
 		}
 	}
 }
