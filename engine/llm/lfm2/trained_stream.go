@@ -90,6 +90,35 @@ func StreamText(g Generator, tok *tokenizer.Tokenizer, prompt string, n int, s S
 	return r, nil
 }
 
+// WarmUp runs prompt through g and generates two tokens, discarded: the
+// first launches of a fresh engine (module loads, allocations, cuBLAS
+// handles) then do not land in the timed prefill of the StreamText that
+// follows.
+func WarmUp(g Generator, tok *tokenizer.Tokenizer, prompt string) error {
+	ids, err := tok.Encode(prompt, true)
+	if err != nil {
+		return fmt.Errorf("lfm2: %w", err)
+	}
+	return g.Generate([][]int{ids}, 2, Sampling{}, func(int, []int) error { return nil })
+}
+
+// DTypeRatesMarkdown sets the warm fp32 and bf16 runs of one prompt side
+// by side: each one's prefill and decode rates, and which decodes faster,
+// with what that says where bf16 is not faster (level within 5%).
+func DTypeRatesMarkdown(f32, bf16 *TextRun) string {
+	s := fmt.Sprintf("Warmed up, the %d-token prompt prefills in %v in fp32 and %v in bf16, and decoding runs at %.0f tokens/s in fp32 and %.0f in bf16",
+		len(f32.PromptIDs), f32.Prefill.Round(10*time.Microsecond), bf16.Prefill.Round(10*time.Microsecond), f32.DecodeTokensPerSec(), bf16.DecodeTokensPerSec())
+	switch r := bf16.DecodeTokensPerSec() / f32.DecodeTokensPerSec(); {
+	case r > 1.05:
+		s += fmt.Sprintf(": bf16 decodes %.2f× as fast, as half the bytes of weights to read would make a bandwidth-bound step.", r)
+	case r >= 0.95:
+		s += ": level (within 5%). bf16 halves the bytes of the weights, but a step of this small model reads few of them, so their bytes do not bound it."
+	default:
+		s += fmt.Sprintf(": bf16 decodes at %.2f× fp32's rate, slower though it reads half the bytes. A step of this small model reads few weights, so their bytes do not bound it, and the saving cannot show; what the bf16 kernels cost instead, this run does not say (`lab lfm2 bench` profiles a step by operation).", r)
+	}
+	return s + "\n"
+}
+
 // Steps is the number of tokens the engine picked: the generated ones and
 // the special token that ended the run, if one did.
 func (r *TextRun) Steps() int {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"gpulab/engine/llm/tokenizer"
@@ -538,6 +539,39 @@ func TestStreamTextStops(t *testing.T) {
 	broken := errors.New("disk full")
 	if _, err := StreamText(&scripted{tokens: ids}, tok, "x", len(ids), Sampling{}, writerFunc(func([]byte) (int, error) { return 0, broken })); !errors.Is(err, broken) {
 		t.Errorf("a failing writer: %v", err)
+	}
+}
+
+// TestWarmUp: the warm-up generates two tokens and discards them.
+func TestWarmUp(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join(fixtures, "tokenizer", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi, _ := tok.Encode("hi ", false)
+	g := &scripted{tokens: []int{hi[0], hi[0], hi[0]}}
+	if err := WarmUp(g, tok, "x"); err != nil || g.stopped != nil {
+		t.Errorf("WarmUp: %v (stopped %v)", err, g.stopped)
+	}
+}
+
+func TestDTypeRatesMarkdown(t *testing.T) {
+	run := func(prefill, decode time.Duration, steps int) *TextRun {
+		return &TextRun{PromptIDs: make([]int, 12), IDs: make([]int, steps), StoppedBy: -1, Prefill: prefill, Decode: decode}
+	}
+	f32 := run(2*time.Millisecond, 95*time.Millisecond, 96) // 1000 tokens/s
+	for _, tc := range []struct {
+		bf16 *TextRun
+		want string
+	}{
+		{run(3*time.Millisecond, 125*time.Millisecond+time.Millisecond*2/3, 96), "bf16 decodes at 0.76× fp32's rate, slower though it reads half the bytes"},
+		{run(3*time.Millisecond, 93*time.Millisecond, 96), ": level (within 5%)."},
+		{run(3*time.Millisecond, 50*time.Millisecond, 96), ": bf16 decodes 1.90× as fast"},
+	} {
+		got := DTypeRatesMarkdown(f32, tc.bf16)
+		if !strings.Contains(got, tc.want) || !strings.HasPrefix(got, "Warmed up, the 12-token prompt prefills in 2ms in fp32 and 3ms in bf16, and decoding runs at 1000 tokens/s in fp32") {
+			t.Errorf("DTypeRatesMarkdown = %q, want %q", got, tc.want)
+		}
 	}
 }
 
