@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"gpulab/datasets"
+	"gpulab/engine"
 	"gpulab/engine/plot"
 	"gpulab/kernels"
 )
@@ -254,10 +255,28 @@ func ActiveBars(c *Config) *plot.Figure {
 // HBM3e, per NVIDIA's H200 datasheet.
 const H200BytesPerSecond = 4.8e12
 
+// ExecutingGPU is the device of the first of ids (CUDA device ids of this
+// machine, such as nb.IDsOf(engine.CUDA)) where its memory bandwidth is
+// known, else nil.
+func ExecutingGPU(ids []string) *engine.Info {
+	if len(ids) == 0 {
+		return nil
+	}
+	devs, _ := engine.Devices()
+	for _, d := range devs {
+		if d.ID == ids[0] && d.PeakGBps > 0 {
+			return &d
+		}
+	}
+	return nil
+}
+
 // DecodeBoundMarkdown says what share of the parameters a token uses, and
-// what that bounds batch-1 decode to on an H200: each step reads every
-// weight the token uses once, in bf16, at best at the datasheet bandwidth.
-func DecodeBoundMarkdown(c *Config) string {
+// what that bounds batch-1 decode to: each step reads every weight the
+// token uses once, in bf16, at best at the bandwidth of gpu, the GPU that
+// runs the notebook, or, where gpu is nil, of an H200 (its datasheet's),
+// as the sentence says.
+func DecodeBoundMarkdown(c *Config, gpu *engine.Info) string {
 	total, active, experts := paramTotals(c)
 	var b strings.Builder
 	fmt.Fprintf(&b, "A token uses %.1f billion of the %.1f billion parameters (%.1f%%); the experts hold %.1f%% of them, and a token uses %d experts of %d per MoE layer.",
@@ -266,8 +285,17 @@ func DecodeBoundMarkdown(c *Config) string {
 		b.WriteString(" The embedding counts in full: it is also the LM head, whose product reads all of it.")
 	}
 	bytes := 2 * float64(active)
-	fmt.Fprintf(&b, "\n\nDecode at batch 1 reads each of those weights once per token: %.2f GB in bf16. At an H200's HBM3e bandwidth, %.1f TB/s per NVIDIA's datasheet, that is at most **%.0f tokens/s**, before any cache, activation or launch overhead.",
-		bytes/1e9, H200BytesPerSecond/1e12, H200BytesPerSecond/bytes)
+	bw, where := H200BytesPerSecond, fmt.Sprintf("No GPU runs this notebook, so the bound assumes an NVIDIA H200: at its HBM3e bandwidth, %.1f TB/s per NVIDIA's datasheet,", H200BytesPerSecond/1e12)
+	if gpu != nil {
+		note := gpu.PeakNote // "sm_90: ... FP32 lanes ...; 5120-bit bus x 2 x 2619 MHz": the bandwidth's part
+		if _, mem, ok := strings.Cut(note, "; "); ok {
+			note = mem
+		}
+		bw = gpu.PeakGBps * 1e9
+		where = fmt.Sprintf("At the bandwidth of this machine's %s (`%s`), %.2f TB/s (%s),", gpu.Name, gpu.ID, bw/1e12, note)
+	}
+	fmt.Fprintf(&b, "\n\nDecode at batch 1 reads each of those weights once per token: %.2f GB in bf16. %s that is at most **%.0f tokens/s**, before any cache, activation or launch overhead.",
+		bytes/1e9, where, bw/bytes)
 	return b.String()
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gpulab/engine"
 )
 
 // fixture loads one of the transformers fixtures.
@@ -126,11 +128,24 @@ func TestParts8BMarkdown(t *testing.T) {
 	if md := PartsMarkdown(c); !strings.Contains(md, "| experts | 22 | 7751.1 M | 968.9 M |") || !strings.Contains(md, "| **all** | | **8339.9 M** | **1557.7 M** |") {
 		t.Errorf("PartsMarkdown:\n%s", md)
 	}
-	md := DecodeBoundMarkdown(c)
-	for _, want := range []string{"1.6 billion of the 8.3 billion parameters (18.7%)", "the experts hold 92.9%", "it is also the LM head", "3.12 GB", "4.8 TB/s", "**1541 tokens/s**"} {
+	md := DecodeBoundMarkdown(c, nil)
+	for _, want := range []string{"1.6 billion of the 8.3 billion parameters (18.7%)", "the experts hold 92.9%", "it is also the LM head", "3.12 GB",
+		"No GPU runs this notebook, so the bound assumes an NVIDIA H200", "4.8 TB/s", "**1541 tokens/s**"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("DecodeBoundMarkdown lacks %q:\n%s", want, md)
 		}
+	}
+	// On an H100 (3.35 TB/s), the bound is its own: 3.35e12 / 3.115e9.
+	h100 := &engine.Info{ID: "cuda:0", Name: "NVIDIA H100 80GB HBM3", Kind: engine.CUDA, PeakGBps: 3350,
+		PeakNote: "sm_90: 132 SMs x 128 FP32 lanes x 2 x 1980 MHz; 5120-bit bus x 2 x 2619 MHz"}
+	md = DecodeBoundMarkdown(c, h100)
+	for _, want := range []string{"At the bandwidth of this machine's NVIDIA H100 80GB HBM3 (`cuda:0`), 3.35 TB/s (5120-bit bus x 2 x 2619 MHz), that is at most **1075 tokens/s**"} {
+		if !strings.Contains(md, want) || strings.Contains(md, "H200") {
+			t.Errorf("DecodeBoundMarkdown on an H100 lacks %q or names the H200:\n%s", want, md)
+		}
+	}
+	if ExecutingGPU(nil) != nil {
+		t.Error("ExecutingGPU of no ids is not nil")
 	}
 	if err := ActiveBars(c).Save(filepath.Join(t.TempDir(), "parts.png")); err != nil {
 		t.Error(err)
