@@ -252,6 +252,9 @@ func (f *Figure) WithYNames(names ...string) *Figure {
 	return f
 }
 
+// YNames is what WithYNames set: the names of the y values 0, 1, ...
+func (f *Figure) YNames() []string { return slices.Clone(f.yNames) }
+
 func (f *Figure) isLogX() bool { return f.logX || f.kind == kindRoofline }
 func (f *Figure) isLogY() bool { return f.logY || f.kind == kindRoofline }
 

@@ -241,14 +241,16 @@ func PartsMarkdown(c *Config) string {
 	return b.String()
 }
 
-// ActiveBars charts the parameters one token uses, by part, in millions.
+// ActiveBars charts the parameters one token uses, by part, in millions,
+// on a logarithmic axis where they span decades (the norms against the
+// experts).
 func ActiveBars(c *Config) *plot.Figure {
 	var names []string
 	var active []float64
 	for _, p := range Parts(c) {
 		names, active = append(names, p.Name), append(active, float64(p.Active)/1e6)
 	}
-	return plot.Bars("parameters one token uses, by part", "millions", names, active)
+	return decadeBars("parameters one token uses, by part", "millions", names, active)
 }
 
 // H200BytesPerSecond is an NVIDIA H200's memory bandwidth: 4.8 TB/s of

@@ -485,8 +485,9 @@ const (
 )
 
 // OpBars draws each operation's time in ms, in the order of names (every
-// operation of ops, as they come, when names is nil); an operation ops
-// lack is a bar of 0.
+// operation of ops, as they come, when names is nil), on a logarithmic
+// axis where the times span decades; an operation ops lack is a bar of 0
+// (and the axis linear).
 func OpBars(title string, ops []OpTime, names []string) *plot.Figure {
 	if names == nil {
 		for _, o := range ops {
@@ -497,7 +498,7 @@ func OpBars(title string, ops []OpTime, names []string) *plot.Figure {
 	for i, n := range names {
 		values[i] = OpMS(ops, n)
 	}
-	return plot.Bars(title, "ms", names, values)
+	return decadeBars(title, "ms", names, values)
 }
 
 // LaneName names a lane of a pipeline stage as the timeline shows it:
@@ -507,9 +508,8 @@ func LaneName(s TimelineSpan) string {
 }
 
 // TimelineFigure draws every micro-batch on every stage and lane: one
-// square wave per lane, named by LaneName, high while the lane works. The
-// lanes stand in the order of the legend: the first stage's lane A at the
-// top.
+// square wave per lane, high while the lane works, on a y axis that names
+// each lane (LaneName): the first stage's lane A at the top.
 func TimelineFigure(title string, spans []TimelineSpan) *plot.Figure {
 	type laneKey struct{ stage, lane int }
 	var keys []laneKey
@@ -529,7 +529,11 @@ func TimelineFigure(title string, spans []TimelineSpan) *plot.Figure {
 		series[i].X = append(series[i].X, s.StartMS, s.StartMS, s.EndMS, s.EndMS)
 		series[i].Y = append(series[i].Y, level-0.3, level+0.3, level+0.3, level-0.3)
 	}
-	return plot.Lines(title, "ms from the start of the prefill", "lane (legend order, top first)", series...)
+	names := make([]string, len(keys))
+	for i, s := range series {
+		names[len(keys)-1-i] = s.Name
+	}
+	return plot.Lines(title, "ms from the start of the prefill", "", series...).WithYNames(names...)
 }
 
 // PrefillPeerBars draws the run's prefill samples/s next to HF's, in
@@ -597,14 +601,15 @@ func MoEPathsMarkdown(r *Run) (string, error) {
 }
 
 // MoEWallBars draws the wall time of the prefill profiled with each MoE
-// path.
+// path, on a logarithmic axis where they span decades (the persistent
+// kernel's prefill against the GEMMs').
 func MoEWallBars(r *Run) *plot.Figure {
 	var paths []string
 	var walls []float64
 	for _, p := range r.MoE {
 		paths, walls = append(paths, p.Path), append(walls, p.WallMS)
 	}
-	return plot.Bars(fmt.Sprintf("prefill %d × %d by MoE path, profiled wall time (%s)", r.Batch, r.Seq, r.Tag()), "ms", paths, walls)
+	return decadeBars(fmt.Sprintf("prefill %d × %d by MoE path, profiled wall time (%s)", r.Batch, r.Seq, r.Tag()), "ms", paths, walls)
 }
 
 // AutoChoiceMarkdown says which MoE path the engine picks (the auto

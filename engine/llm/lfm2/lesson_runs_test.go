@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -171,17 +172,17 @@ func TestTimelineFigure(t *testing.T) {
 		{Stage: 1, Lane: 0, Device: "cuda:1", StartMS: 4, EndMS: 7},
 		{Stage: 0, Lane: 1, Device: "cuda:0", StartMS: 1, EndMS: 5},
 	}
-	html, err := TimelineFigure("pipeline", spans).HTML()
-	if err != nil {
+	fig := TimelineFigure("pipeline", spans)
+	if _, err := fig.HTML(); err != nil {
 		t.Fatal(err)
 	}
-	at := -1
-	for _, name := range []string{"stage 1 · lane A (cuda:0)", "stage 1 · lane B (cuda:0)", "stage 2 · lane A (cuda:1)", "stage 2 · lane B (cuda:1)"} {
-		i := strings.Index(string(html), name)
-		if i < 0 || i < at {
-			t.Errorf("lane %q at %d of the chart, after %d", name, i, at)
-		}
-		at = i
+	// The y axis names the lanes from the bottom up: the first stage's lane A on top.
+	want := []string{"stage 2 · lane B (cuda:1)", "stage 2 · lane A (cuda:1)", "stage 1 · lane B (cuda:0)", "stage 1 · lane A (cuda:0)"}
+	if got := fig.YNames(); !slices.Equal(got, want) {
+		t.Errorf("y axis names %q, want %q", got, want)
+	}
+	if _, err := fig.PNG(0, 0); err != nil {
+		t.Error(err)
 	}
 	if got := LaneName(spans[0]); got != "stage 2 · lane B (cuda:1)" {
 		t.Errorf("LaneName = %q", got)

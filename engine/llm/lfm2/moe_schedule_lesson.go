@@ -128,17 +128,34 @@ func moeSeries(run *moeRun) []plot.Series {
 // moeSpansDecades reports whether the positive values of each series' X (or
 // Y) reach ten times their smallest: then the axis is logarithmic.
 func moeSpansDecades(series []plot.Series, x bool) bool {
-	lo, hi := math.Inf(1), math.Inf(-1)
+	var all []float64
 	for _, s := range series {
-		vs := s.Y
 		if x {
-			vs = s.X
-		}
-		for _, v := range vs {
-			lo, hi = min(lo, v), max(hi, v)
+			all = append(all, s.X...)
+		} else {
+			all = append(all, s.Y...)
 		}
 	}
-	return lo > 0 && hi >= 10*lo
+	return spansDecades(all)
+}
+
+// spansDecades reports whether values are all positive and the largest is
+// at least 10 times the smallest: where a logarithmic axis shows each.
+func spansDecades(values []float64) bool {
+	if len(values) == 0 {
+		return false
+	}
+	return slices.Min(values) > 0 && slices.Max(values) >= 10*slices.Min(values)
+}
+
+// decadeBars is plot.Bars, with a logarithmic y axis where the values span
+// decades (spansDecades).
+func decadeBars(title, ylabel string, labels []string, values []float64) *plot.Figure {
+	f := plot.Bars(title, ylabel, labels, values)
+	if spansDecades(values) {
+		f.LogY()
+	}
+	return f
 }
 
 // MoEScheduleFigure draws the moe-schedule records of the first device in

@@ -89,6 +89,37 @@ func TestSpansDecades(t *testing.T) {
 	}
 }
 
+func TestDecadeBars(t *testing.T) {
+	for _, tc := range []struct {
+		values []float64
+		log    bool
+	}{
+		{[]float64{251, 261, 10543}, true},
+		{[]float64{0.05, 118}, true},
+		{[]float64{1, 9.9}, false},
+		{[]float64{0, 118}, false}, // a bar of 0: no log axis
+		{nil, false},
+	} {
+		if got := spansDecades(tc.values); got != tc.log {
+			t.Errorf("spansDecades(%v) = %v, want %v", tc.values, got, tc.log)
+		}
+		if len(tc.values) == 0 {
+			continue
+		}
+		labels := make([]string, len(tc.values))
+		for i := range labels {
+			labels[i] = fmt.Sprint(i)
+		}
+		html, err := decadeBars("t", "ms", labels, tc.values).HTML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(html), `"type":"log"`); got != tc.log {
+			t.Errorf("decadeBars(%v): a log axis %v, want %v", tc.values, got, tc.log)
+		}
+	}
+}
+
 func TestMoEScheduleFigure(t *testing.T) {
 	recs := moeRecords("cuda:0", [5]float64{1024, 0, 10, 8, 8}, [5]float64{64, 0, 0.5, 0.25, 0.4})
 	recs = append(recs, moeRecords("cuda:1", [5]float64{64, 0, 1, 1, 1})...) // the second device is left out
