@@ -677,23 +677,29 @@ func MicroBatchMarkdown(pairs ...[2]*Run) (string, error) {
 // n·g/(n+g-1).
 func PipelineBound(n, g int) float64 { return float64(n*g) / float64(n+g-1) }
 
-// PipelineBars draws the prefill samples/s on one GPU and on the
-// pipelines, with the bound of the first pipeline's bubble (PipelineBound
-// of its micro-batches and stages) as the reference line.
+// PipelineBars draws the prefill samples/s on one GPU and on each
+// pipeline, each pipeline followed by the bound of its bubble
+// (PipelineBound of its micro-batches and stages, times one GPU's rate):
+// a bar of its own, since each bound holds for its pipeline alone. The
+// first pipeline needs a profile to count its micro-batches; a later one
+// without a profile gets no bound.
 func PipelineBars(one *Run, pipes ...*Run) (*plot.Figure, error) {
 	if len(pipes) == 0 {
 		return nil, fmt.Errorf("lfm2: no pipeline to set against one GPU")
 	}
-	mbs, err := pipes[0].MicroBatches()
-	if err != nil {
-		return nil, err
-	}
-	g := pipes[0].GPUs()
-	bound := PipelineBound(mbs, g)
 	labels, values := []string{"one GPU"}, []float64{one.SamplesPerSec}
-	for _, p := range pipes {
-		labels, values = append(labels, fmt.Sprintf("%d GPUs", p.GPUs())), append(values, p.SamplesPerSec)
+	for i, p := range pipes {
+		g := p.GPUs()
+		labels, values = append(labels, fmt.Sprintf("%d GPUs", g)), append(values, p.SamplesPerSec)
+		mbs, err := p.MicroBatches()
+		switch {
+		case err != nil && i == 0:
+			return nil, err
+		case err != nil: // a later pipeline recorded without a profile: its bound is unknown
+			continue
+		}
+		labels = append(labels, fmt.Sprintf("bound of %d GPUs (%d micro-batches)", g, mbs))
+		values = append(values, PipelineBound(mbs, g)*one.SamplesPerSec)
 	}
-	return plot.Bars(fmt.Sprintf("prefill %d × %d, samples/s (%s)", one.Batch, one.Seq, one.Tag()), "samples/s", labels, values).
-		WithReference(bound*one.SamplesPerSec, fmt.Sprintf("%d GPUs, %d micro-batches: at most %.2f× one", g, mbs, bound)), nil
+	return plot.Bars(fmt.Sprintf("prefill %d × %d, samples/s, each pipeline next to its bubble's bound (%s)", one.Batch, one.Seq, one.Tag()), "samples/s", labels, values), nil
 }
