@@ -688,6 +688,7 @@ func PipelineBars(one *Run, pipes ...*Run) (*plot.Figure, error) {
 		return nil, fmt.Errorf("lfm2: no pipeline to set against one GPU")
 	}
 	labels, values := []string{"one GPU"}, []float64{one.SamplesPerSec}
+	var counts []string // micro-batches of each bound
 	for i, p := range pipes {
 		g := p.GPUs()
 		labels, values = append(labels, fmt.Sprintf("%d GPUs", g)), append(values, p.SamplesPerSec)
@@ -698,8 +699,9 @@ func PipelineBars(one *Run, pipes ...*Run) (*plot.Figure, error) {
 		case err != nil: // a later pipeline recorded without a profile: its bound is unknown
 			continue
 		}
-		labels = append(labels, fmt.Sprintf("bound of %d GPUs (%d micro-batches)", g, mbs))
+		labels, counts = append(labels, fmt.Sprintf("bound, %d GPUs", g)), append(counts, fmt.Sprintf("%d on %d GPUs", mbs, g))
 		values = append(values, PipelineBound(mbs, g)*one.SamplesPerSec)
 	}
-	return plot.Bars(fmt.Sprintf("prefill %d × %d, samples/s, each pipeline next to its bubble's bound (%s)", one.Batch, one.Seq, one.Tag()), "samples/s", labels, values), nil
+	return plot.Bars(fmt.Sprintf("prefill %d × %d, samples/s, each pipeline next to its bubble's bound (micro-batches: %s; %s)",
+		one.Batch, one.Seq, strings.Join(counts, ", "), one.Tag()), "samples/s", labels, values), nil
 }

@@ -425,7 +425,7 @@ func TestPipelineFindings(t *testing.T) {
 		t.Error(err)
 	} else if _, err := f.PNG(0, 0); err != nil {
 		t.Error(err)
-	} else if html, err := f.HTML(); err != nil || !strings.Contains(string(html), "bound of 2 GPUs (10 micro-batches)") || strings.Contains(string(html), "bound of 4 GPUs") {
+	} else if html, err := f.HTML(); err != nil || !strings.Contains(string(html), "bound, 2 GPUs") || !strings.Contains(f.Title, "(micro-batches: 10 on 2 GPUs; H200, c1)") || strings.Contains(string(html), "bound, 4 GPUs") {
 		t.Errorf("PipelineBars: the bound of the pipeline with a profile is a bar of its own, none for the one without (%v)", err)
 	}
 	if got := PipelineBound(4, 1); got != 1 {
