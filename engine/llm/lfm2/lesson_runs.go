@@ -395,6 +395,8 @@ type HFPeer struct {
 	Prefill64    float64 `json:"prefill_1024x32_batches_of_64_samples_per_s"`   // PLATFORM.md's batching
 	Prefill1024  float64 `json:"prefill_1024x32_batches_of_1024_samples_per_s"` // one batch: HF's fastest
 	Decode       float64 `json:"decode_batch1_tokens_per_s"`                    // greedy, with its cache
+	Attention    string  `json:"attention"`                                     // eager
+	DType        string  `json:"dtype"`
 	// File is its name in docs/results; SameSession the engine's run of
 	// the session that timed HF, where it is kept.
 	File        string `json:"-"`
@@ -458,6 +460,33 @@ type HFComparison struct {
 
 // HFComparisonFile is the comparison's name in docs/results.
 const HFComparisonFile = "h100-lfm2-vs-hf.json"
+
+// The HF records in docs/results (the two HFPeer files and HFComparisonFile)
+// hold no provenance of their own: these are their sessions' date, the
+// commit that recorded them, and their commands (docs/lfm2.md, "Speed"
+// and "Correctness at full size").
+const (
+	hfRecordedDate    = "2026-11-22"
+	hfRecordedCommit  = "d51e508"
+	hfTimingCommand   = "python3 scripts/peers/hf_lfm2.py make DIR"
+	hfCompareCommand  = "lab lfm2 logits --model DIR, then python3 scripts/peers/hf_lfm2.py compare DIR OURS_F32.npy OURS_BF16.npy OUT.json"
+	hfComparisonOnGPU = "NVIDIA H100 80GB HBM3"
+)
+
+// Caption says where HF's timings come from: its version and settings,
+// the GPU, date, command, file and the commit that recorded it.
+func (hf *HFPeer) Caption() string {
+	return fmt.Sprintf("*HF transformers %s (%s attention, %s) timed on %s, %s, with `%s` (`docs/results/%s`, recorded in commit `%s`).*",
+		hf.Transformers, hf.Attention, hf.DType, hf.Device, hfRecordedDate, hfTimingCommand, hf.File, hfRecordedCommit)
+}
+
+// HFComparisonCaption says where the comparison of the engine's logits with
+// HF's (ReadHFComparison) comes from: the GPU, date, commands, file and the
+// commit that recorded it.
+func HFComparisonCaption() string {
+	return fmt.Sprintf("*The engine's logits against HF's on HF's random 8B checkpoint, on %s, %s, with `%s` (`docs/results/%s`, recorded in commit `%s`).*",
+		hfComparisonOnGPU, hfRecordedDate, hfCompareCommand, HFComparisonFile, hfRecordedCommit)
+}
 
 // ReadHFComparison reads the comparison from dir (docs/results).
 func ReadHFComparison(dir string) (*HFComparison, error) {

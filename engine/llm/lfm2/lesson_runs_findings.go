@@ -508,7 +508,9 @@ func PipelineFindings(one *Run, pipes ...*Run) (string, error) {
 
 // PeersMarkdown tabulates the engine against HF transformers: prefill and
 // batch-1 decode of one run (with HF timed as hf says), the pipeline's
-// speedup against its bubble bound, and the accuracy checks of acc.
+// speedup against its bubble bound, and the accuracy checks of acc; then
+// the captions of HF's run and of acc (HFPeer.Caption,
+// HFComparisonCaption), whose files hold no provenance of their own.
 func PeersMarkdown(one, pipe *Run, hf *HFPeer, acc *HFComparison) (string, error) {
 	d, err := one.DecodeAt(1)
 	if err != nil {
@@ -529,6 +531,7 @@ func PeersMarkdown(one, pipe *Run, hf *HFPeer, acc *HFComparison) (string, error
 		acc.Positions, 100*acc.Top1[top1Ours], 100*acc.Top1[top1HF], HFComparisonFile)
 	fmt.Fprintf(&b, "| fp32 against HF's fp32, max \\|diff\\| (HF's RoPE frequencies) | %.3g | | `%s` |\n", acc.HFRoPE.Max, HFComparisonFile)
 	fmt.Fprintf(&b, "| fp32 against HF's fp32, max \\|diff\\| (the engine's RoPE frequencies in HF) | %.2g | | `%s` |\n", acc.LabRoPE.Max, HFComparisonFile)
+	b.WriteString("\n" + hf.Caption() + "\n\n" + HFComparisonCaption() + "\n")
 	return b.String(), nil
 }
 

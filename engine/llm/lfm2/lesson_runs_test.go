@@ -490,8 +490,15 @@ func TestRecordedFindings(t *testing.T) {
 			t.Errorf("SummaryFindings lacks %q:\n%s", want, summary)
 		}
 	}
-	if want := fmt.Sprintf("| %.1f%% | %.1f%% (HF's bf16 against HF's fp32)", 100*accFile.Top1["ours-f32 vs ours-bf16"], 100*accFile.Top1["hf-f32 vs hf-bf16"]); !strings.Contains(peers, want) {
-		t.Errorf("PeersMarkdown lacks %q:\n%s", want, peers)
+	for _, want := range []string{
+		fmt.Sprintf("| %.1f%% | %.1f%% (HF's bf16 against HF's fp32)", 100*accFile.Top1["ours-f32 vs ours-bf16"], 100*accFile.Top1["hf-f32 vs hf-bf16"]),
+		"*HF transformers 5.17.0 (eager attention, bf16) timed on NVIDIA H200, 2026-11-22, with `python3 scripts/peers/hf_lfm2.py make DIR` (`docs/results/h200-hf-lfm2.json`, recorded in commit `d51e508`).*",
+		"*The engine's logits against HF's on HF's random 8B checkpoint, on NVIDIA H100 80GB HBM3, 2026-11-22, with `lab lfm2 logits --model DIR, then python3 scripts/peers/hf_lfm2.py compare",
+		"(`docs/results/h100-lfm2-vs-hf.json`, recorded in commit `d51e508`).*",
+	} {
+		if !strings.Contains(peers, want) {
+			t.Errorf("PeersMarkdown lacks %q:\n%s", want, peers)
+		}
 	}
 	for _, f := range []func() (string, error){
 		func() (string, error) { return DecodeMarkdown(before, one) },
