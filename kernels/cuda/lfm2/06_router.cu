@@ -25,16 +25,16 @@
 // one block, on one SM, reads the whole gate: what keeps that short is the
 // number of loads in flight (32 warps, GATE_STEPS 16-byte loads per lane).
 // The first version had 8 warps walking their gate rows one load at a time
-// and one thread per token scanning the E scores k times; at batch 1 it
-// took about 50 µs per layer on an H100 (profiled between events).
+// and one thread per token scanning the E scores k times: at batch 1 a
+// latency-bound read of the gate (docs/lfm2.md has its profile).
 // Tried for prefill: a tiled router, 32 tokens per block of 256 threads,
 // 64-column chunks of inputs and gate rows staged in shared memory, 2
 // tokens × 2 experts per thread: the gate read once per 32 tokens instead
-// of 4. The whole 8B prefill on one H200 gained 2% (4585 against about
-// 4470 samples/s), but the two-GPU pipeline lost 3% (6844 against 7050),
-// presumably because its 128 long blocks of a 4096-token micro-batch hold
-// SMs that the other lane's expert GEMMs wait for, where this kernel's
-// many short blocks fill gaps. Reverted.
+// of 4. The whole 8B prefill on one GPU gained a little, but the two-GPU
+// pipeline lost (docs/lfm2.md has the figures), presumably because its
+// long blocks of a 4096-token micro-batch hold SMs that the other lane's
+// expert GEMMs wait for, where this kernel's many short blocks fill gaps.
+// Reverted.
 #include "lfm2/common.cuh"
 
 #define TOKENS 4

@@ -3,8 +3,8 @@
 // Idea: at decode a projection multiplies a few rows (one per sequence) by a
 // weight matrix: out[r, n] (+)= Σ_k in[r, k]·W[n, k]. That is a GEMV, bound
 // by the speed at which W streams from memory, and cuBLAS, tuned for large
-// tiles, reached a small part of the bandwidth on it (profiled on an H100
-// at batch 1: about 25 µs for the 8 MB out_proj). Here
+// tiles, reached a small part of the bandwidth on it (docs/lfm2.md has the
+// profile). Here
 // each warp computes GEMV_ROWS outputs for all the input rows: its lanes
 // stream the weight rows with 16-byte loads, several steps in flight
 // (rows_dot in common.cuh), apply each weight to every input row (read from

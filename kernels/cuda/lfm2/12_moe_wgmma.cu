@@ -26,10 +26,9 @@
 // average half a tile per expert, 6% of the rows of a micro-batch of 8192
 // tokens, 25% of one of 2048.
 // Tried: 64-row tiles (two consumers of 64 rows × 128 columns, m64n128) to
-// halve that waste. Slower at every size measured (H100, 8B model, whole
-// prefill): 3130 against 3500 samples/s in micro-batches of 2048 tokens,
-// 3456 against 4046 in 4096. Each W tile then serves half the rows, and the
-// weights, not the wasted rows, are what these small GEMMs pay for.
+// halve that waste. Slower at every size measured (docs/lfm2.md has the
+// figures): each W tile then serves half the rows, and the weights, not
+// the wasted rows, are what these small GEMMs pay for.
 #include "gemm/hopper.cuh"
 #include "lfm2/common.cuh"  // silu_mul, put (compiled with LFM2_BF16=1: elem is bf16)
 
