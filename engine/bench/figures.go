@@ -91,28 +91,57 @@ func ByVariant(r Record) string { return r.Variant }
 // ByDeviceVariant names a series "device variant".
 func ByDeviceVariant(r Record) string { return r.Device + " " + r.Variant }
 
+// MaxRooflinePoints is the most points one roofline chart shows: more
+// markers than that cannot be told apart by colour and shape.
+const MaxRooflinePoints = 8
+
 // RooflineOf places each passing record of dev that has both flops and bytes
-// on dev's roofline, labelled "suite variant size".
-func RooflineOf(title string, dev engine.Info, recs []Record) *plot.Figure {
-	var pts []plot.RooflinePoint
+// on dev's roofline. A point is named by its variant when all the points
+// share one suite and size (the title should say which), else "suite
+// variant size". More than MaxRooflinePoints points are split over as few
+// charts as that allows, of near equal size, titled "title (i of n)".
+func RooflineOf(title string, dev engine.Info, recs []Record) []*plot.Figure {
+	var mine []Record
 	for _, r := range recs {
 		if r.Device == dev.ID && r.OK && r.Intensity > 0 && r.GFLOPS > 0 {
-			pts = append(pts, plot.RooflinePoint{Name: fmt.Sprintf("%s %s %s", r.Suite, r.Variant, r.Size), Intensity: r.Intensity, GFLOPS: r.GFLOPS})
+			mine = append(mine, r)
 		}
 	}
-	return plot.Roofline(title, dev.PeakGFLOPS, dev.PeakGBps, pts)
+	short := len(Sizes(mine)) <= 1 && len(distinct(mine, func(r Record) string { return r.Suite })) <= 1
+	var pts []plot.RooflinePoint
+	for _, r := range mine {
+		name := r.Variant
+		if !short {
+			name = fmt.Sprintf("%s %s %s", r.Suite, r.Variant, r.Size)
+		}
+		pts = append(pts, plot.RooflinePoint{Name: name, Intensity: r.Intensity, GFLOPS: r.GFLOPS})
+	}
+	charts := max(1, (len(pts)+MaxRooflinePoints-1)/MaxRooflinePoints)
+	var figs []*plot.Figure
+	for i := range charts {
+		lo, hi := i*len(pts)/charts, (i+1)*len(pts)/charts
+		t := title
+		if charts > 1 {
+			t = fmt.Sprintf("%s (%d of %d)", title, i+1, charts)
+		}
+		figs = append(figs, plot.Roofline(t, dev.PeakGFLOPS, dev.PeakGBps, pts[lo:hi]))
+	}
+	return figs
 }
 
-// Sizes returns the distinct sizes of recs in the order they first appear.
-func Sizes(recs []Record) []string {
+// distinct returns the distinct keys of recs in the order they first appear.
+func distinct(recs []Record, key func(Record) string) []string {
 	var out []string
 	for _, r := range recs {
-		if !slices.Contains(out, r.Size) {
-			out = append(out, r.Size)
+		if k := key(r); !slices.Contains(out, k) {
+			out = append(out, k)
 		}
 	}
 	return out
 }
+
+// Sizes returns the distinct sizes of recs in the order they first appear.
+func Sizes(recs []Record) []string { return distinct(recs, func(r Record) string { return r.Size }) }
 
 // OfSize keeps the records of one size.
 func OfSize(recs []Record, size string) []Record {

@@ -47,8 +47,49 @@ func TestFigures(t *testing.T) {
 		}
 	}
 	dev := engine.Info{ID: "cpu", PeakGFLOPS: 100, PeakGBps: 50}
-	if _, err := RooflineOf("r", dev, recs).PNG(400, 300); err != nil {
-		t.Fatal(err)
+	for _, f := range RooflineOf("r", dev, recs) {
+		if _, err := f.PNG(400, 300); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRooflineOfSplits: eleven points make two charts of six and five,
+// each point in exactly one, named by its variant when suite and size are
+// shared; an above-the-roof point renders.
+func TestRooflineOfSplits(t *testing.T) {
+	dev := engine.Info{ID: "cuda:0", PeakGFLOPS: 66900, PeakGBps: 3350}
+	var recs []Record
+	for i := range 11 {
+		recs = append(recs, Record{Suite: "gemm", Device: "cuda:0", Variant: fmt.Sprintf("%02d_step", i), Size: "4096", OK: true,
+			Intensity: 0.25 * float64(i+1) * float64(i+1), GFLOPS: 500 * float64(i+1)})
+	}
+	recs[2].GFLOPS = 6000 // above the memory roof at 2.25 FLOP/B: cache-served
+	figs := RooflineOf("GEMM steps on cuda:0 (FP32 roof), 4096", dev, recs)
+	if len(figs) != 2 {
+		t.Fatalf("%d charts, want 2", len(figs))
+	}
+	var names []string
+	for i, f := range figs {
+		if n := len(f.RooflinePoints()); n > MaxRooflinePoints || n < 5 {
+			t.Errorf("chart %d has %d points", i, n)
+		}
+		if !strings.HasSuffix(f.Title, fmt.Sprintf("(%d of 2)", i+1)) {
+			t.Errorf("title %q", f.Title)
+		}
+		for _, p := range f.RooflinePoints() {
+			names = append(names, p.Name)
+		}
+		if _, err := f.PNG(0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(names) != 11 || names[0] != "00_step" || names[10] != "10_step" {
+		t.Errorf("points %v", names)
+	}
+	mixed := RooflineOf("r", dev, append(recs[:1:1], Record{Suite: "gemm", Device: "cuda:0", Variant: "v", Size: "1024", OK: true, Intensity: 1, GFLOPS: 1}))
+	if got := mixed[0].RooflinePoints()[1].Name; got != "gemm v 1024" {
+		t.Errorf("with two sizes a point is named %q", got)
 	}
 }
 

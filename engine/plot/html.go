@@ -248,7 +248,7 @@ const (
   if (p.seriesName === 'roofline') { return 'roofline: min(' + gpulab.fmt(m.peak) + ' GFLOP/s, ' + gpulab.fmt(m.bw) + ' GB/s × AI)'; }
   var att = Math.min(m.peak, m.bw * v[0]);
   var s = '<b>' + gpulab.esc(p.seriesName) + '</b><br>AI: ' + gpulab.fmt(v[0]) + ' FLOP/B<br>' + gpulab.fmt(v[1]) + ' GFLOP/s';
-  if (p.seriesName !== 'ridge point') { s += '<br>' + gpulab.pct(v[1] / att) + ' of the roof (' + gpulab.fmt(att) + ' GFLOP/s, ' + (v[0] < m.peak / m.bw ? 'memory' : 'compute') + '-bound)' + (v[1] > att ? ': above it (caches, or a low peak)' : ''); }
+  if (p.seriesName !== 'ridge point') { s += '<br>' + (v[1] > att ? '‡ effective: above the roof, so caches served part of the bytes counted' : gpulab.pct(v[1] / att) + ' of the roof (' + gpulab.fmt(att) + ' GFLOP/s, ' + (v[0] < m.peak / m.bw ? 'memory' : 'compute') + '-bound)'); }
   return s; }`
 )
 

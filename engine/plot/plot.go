@@ -255,6 +255,12 @@ func (f *Figure) WithYNames(names ...string) *Figure {
 // YNames is what WithYNames set: the names of the y values 0, 1, ...
 func (f *Figure) YNames() []string { return slices.Clone(f.yNames) }
 
+// RooflinePoints returns a copy of a roofline's measured points (nil for
+// other kinds).
+func (f *Figure) RooflinePoints() []RooflinePoint {
+	return append([]RooflinePoint(nil), f.points...)
+}
+
 func (f *Figure) isLogX() bool { return f.logX || f.kind == kindRoofline }
 func (f *Figure) isLogY() bool { return f.logY || f.kind == kindRoofline }
 

@@ -753,7 +753,7 @@ func TestRoofLabel(t *testing.T) {
 	if got := roofLabel("copy", 0.87); got != "copy: 87% of roof" {
 		t.Errorf("%q", got)
 	}
-	if got := roofLabel("copy", 1.17); !strings.Contains(got, "117% of roof: above it") {
+	if got := roofLabel("copy", 1.17); got != "copy: ‡ effective" {
 		t.Errorf("a point above the roof is not flagged: %q", got)
 	}
 }

@@ -67,7 +67,8 @@ func (f *Figure) PNG(widthPx, heightPx int) (out []byte, err error) {
 	drawWithAxisLabels(p, dc)
 	if leg != nil && leg.coversData {
 		// No corner of the data area is free: draw again, with the legend
-		// right of the plot.
+		// right of the plot, or below it when it would take more than
+		// legendRightShare of the width; the title wraps to the plot's width.
 		img = image.NewRGBA(image.Rect(0, 0, widthPx, heightPx))
 		cnv = vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(dpi))
 		if p, padLeft, leg, err = f.buildPlot(wPt); err != nil {
@@ -75,10 +76,18 @@ func (f *Figure) PNG(widthPx, heightPx int) (out []byte, err error) {
 		}
 		dc = draw.Crop(draw.New(cnv), 8+padLeft, -14, 6, -8)
 		w, h := leg.size()
-		inner := draw.Crop(dc, 0, -(w + 8), 0, 0)
-		drawWithAxisLabels(p, inner)
-		top := p.DataCanvas(inner).Max.Y
-		leg.drawAt(dc, vg.Point{X: dc.Max.X - w, Y: max(top-h, dc.Min.Y)})
+		full := dc.Max.X - dc.Min.X
+		if w > full*legendRightShare {
+			inner := draw.Crop(dc, 0, 0, h+8, 0)
+			drawWithAxisLabels(p, inner)
+			leg.drawAt(dc, vg.Point{X: p.DataCanvas(inner).Min.X, Y: dc.Min.Y})
+		} else {
+			inner := draw.Crop(dc, 0, -(w + 8), 0, 0)
+			p.Title.Text = strings.Join(wrapTitle(f.Title, int(float64(pngTitleRunes*(full-w-8)/full))), "\n")
+			drawWithAxisLabels(p, inner)
+			top := p.DataCanvas(inner).Max.Y
+			leg.drawAt(dc, vg.Point{X: dc.Max.X - w, Y: max(top-h, dc.Min.Y)})
+		}
 	}
 
 	var buf bytes.Buffer
@@ -190,6 +199,10 @@ func (f *Figure) textStyle(p *gplot.Plot, size vg.Length, bold bool, c color.Col
 	}
 	return text.Style{Color: c, Font: font.From(fnt, size), Handler: p.TextHandler}
 }
+
+// legendRightShare is the largest share of a chart's width a legend may
+// take right of the plot; a wider one goes below it.
+const legendRightShare = 0.4
 
 // pngTitleRunes is the longest title line of a PNG; a longer title wraps at
 // spaces.

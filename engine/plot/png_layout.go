@@ -84,6 +84,23 @@ type labelSpot struct {
 // overlaps nothing recorded in lay, or else at the one overlapping least,
 // and records where it went.
 func placeLabel(c draw.Canvas, lay *layout, txt string, spots []labelSpot) {
+	if best, _ := bestSpot(c, lay, txt, spots); best >= 0 {
+		drawLabel(c, lay, txt, spots[best])
+	}
+}
+
+// placeFreeLabel draws txt at the first spot where it overlaps nothing
+// recorded in lay and stays inside c, and nowhere if there is none.
+func placeFreeLabel(c draw.Canvas, lay *layout, txt string, spots []labelSpot) {
+	if best, cost := bestSpot(c, lay, txt, spots); best >= 0 && cost < 1 {
+		drawLabel(c, lay, txt, spots[best])
+	}
+}
+
+// bestSpot returns the spot where txt overlaps least (-1 if there is none)
+// and its cost: the area it covers, 1e6 more if it leaves c, plus 1e-3 per
+// earlier candidate passed over.
+func bestSpot(c draw.Canvas, lay *layout, txt string, spots []labelSpot) (int, float64) {
 	best, bestCost := -1, math.Inf(1)
 	for k, s := range spots {
 		cost := 0.0
@@ -98,10 +115,10 @@ func placeLabel(c draw.Canvas, lay *layout, txt string, spots []labelSpot) {
 			best, bestCost = k, cost
 		}
 	}
-	if best < 0 {
-		return
-	}
-	s := spots[best]
+	return best, bestCost
+}
+
+func drawLabel(c draw.Canvas, lay *layout, txt string, s labelSpot) {
 	c.FillText(s.sty, s.at, txt)
 	for _, r := range labelBoxes(s.sty, s.at, txt) {
 		lay.add(r)

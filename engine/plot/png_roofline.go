@@ -78,12 +78,14 @@ func (f *Figure) buildRoofline(p *gplot.Plot, lay *layout) {
 	}
 }
 
-// roofLabel names a roofline point with its share of the roof; a point
-// above the roof is a measurement problem (caches served bytes the count
-// takes for DRAM's, or the peak was measured low), and says so.
+// roofLabel names a roofline point with its share of the roof. A point
+// above the roof moved more bytes per second than the memory can: caches
+// served part of the bytes its traffic model counts, so its intensity is
+// an effective one and a share of the roof would mean nothing; it is
+// marked "‡ effective" instead.
 func roofLabel(name string, frac float64) string {
 	if frac > 1 {
-		return fmt.Sprintf("%s: %s of roof: above it (caches, or a low peak)", name, formatPercent(frac))
+		return name + ": ‡ effective"
 	}
 	return fmt.Sprintf("%s: %s of roof", name, formatPercent(frac))
 }
@@ -232,10 +234,11 @@ func (r *roofPlotter) Plot(c draw.Canvas, p *gplot.Plot) {
 		placeLabel(c, r.lay, mtext, spots)
 	}
 
-	// Point labels.
+	// Point labels, where one fits without covering anything: the legend
+	// names every point anyway.
 	for i := range r.pts {
 		if c.Contains(at[i]) {
-			placeLabel(c, r.lay, r.names[i], around(r.label, at[i], r.glyphs[i].Radius+4))
+			placeFreeLabel(c, r.lay, r.names[i], around(r.label, at[i], r.glyphs[i].Radius+4))
 		}
 	}
 }
