@@ -176,16 +176,20 @@ func Commit() string {
 }
 
 // tableHeader and tableRow are the columns that Table and Markdown share.
-// "% roof" is the record's speed of light: the share of the roofline bound
-// min(peak FLOP/s, intensity × peak GB/s), the larger of % of peak FLOP/s
-// (of the unit that computes at the record's precision) and % of peak
-// GB/s. A byte rate above what DRAM can move counts bytes that caches
-// served: it is marked as effective bandwidth (effectiveMark, explained
-// under the table) and left out of the roof. A FLOP rate above the peak
-// is beyond what any cache can help with: the time is wrong, and the
-// share is marked as a measurement error (impossibleMark). The "vs"
-// column names what it compares with (sharedBaseline).
-var tableHeader = []string{"suite", "device", "size", "variant", "median ms", "GB/s", "GFLOP/s", "% roof", "vs baseline", "max rel err", "ok"}
+// "model GB/s" is the bytes the suite's traffic model counts (compulsory
+// traffic for a copy, the kernel's global loads and stores for a GEMM
+// step) over the time: caches may serve part of them. "% roof" has one
+// definition in every row: the share of the roofline bound min(peak
+// FLOP/s, intensity × peak GB/s) at the model's intensity, which is the
+// larger of % of peak FLOP/s (of the unit that computes at the record's
+// precision) and % of peak GB/s. A byte rate above what DRAM can move
+// counts bytes that caches served: that row is above its roof, so it is
+// marked as effective bandwidth (effectiveMark, explained under the
+// table) and given no share. A FLOP rate above the peak is beyond what
+// any cache can help with: the time is wrong, and the share is marked as
+// a measurement error (impossibleMark). The "vs" column names what it
+// compares with (sharedBaseline).
+var tableHeader = []string{"suite", "device", "size", "variant", "median ms", "model GB/s", "GFLOP/s", "% roof", "vs baseline", "max rel err", "ok"}
 
 // vsColumn is the index of the "vs" column in tableHeader.
 const vsColumn = 8
@@ -233,13 +237,11 @@ func tableRow(r Record, shared string) []string {
 	if !r.OK {
 		ok = "FAIL"
 	}
-	gbps, roof := num(r.GBps, 1), r.PctPeakGFLOPS
+	gbps, pct := num(r.GBps, 1), pctStr(max(r.PctPeakGFLOPS, r.PctPeakGBps))
 	if effective(r) {
 		gbps += effectiveMark
-	} else {
-		roof = max(roof, r.PctPeakGBps)
+		pct = strings.TrimSpace(effectiveMark)
 	}
-	pct := pctStr(roof)
 	if BeyondComputePeak(r) {
 		pct += impossibleMark
 	}
@@ -269,7 +271,7 @@ const (
 // writeNotes explains the marks of a table's rows.
 func writeNotes(b *strings.Builder, recs []Record) {
 	if slices.ContainsFunc(recs, effective) {
-		b.WriteString("\n‡ " + EffectiveNote + "; not part of % roof.\n")
+		b.WriteString("\n‡ " + EffectiveNote + "; the row is above its memory roof, so it has no share of it.\n")
 	}
 	if slices.ContainsFunc(recs, BeyondComputePeak) {
 		b.WriteString("\n✗ above 100% of the compute peak at the record's precision: " + ImpossibleNote + ".\n")
