@@ -208,3 +208,60 @@ func lastSize(recs []bench.Record) string {
 	}
 	return sizes[len(sizes)-1]
 }
+
+// TrafficMarkdown is a table of kind's ladder: each step's global traffic
+// at shape s under its traffic model, and the FLOP per byte that makes.
+// An OpenCL step falls back to smaller tiles where a device or the built
+// kernel cannot take its default ones (OpenCLConfigOn), and its traffic
+// grows with that, so OpenCL gets a table per device of ids, each with the
+// tiles the step runs with there; without an OpenCL device among ids, one
+// table at the default tiles, which says so.
+func TrafficMarkdown(kind engine.Kind, ids []string, s Shape) string {
+	size := s.String()
+	if s.M == s.N && s.N == s.K {
+		size = fmt.Sprintf("%d³", s.M)
+	}
+	if kind != engine.OpenCL {
+		md := fmt.Sprintf("**%s**\n\n| step | what changes | precision | global traffic at %s | FLOP/byte |\n|---|---|---|---:|---:|\n", kind, size)
+		for _, v := range Variants(kind) {
+			bytes := s.MinBytes()
+			if v.Traffic != nil {
+				bytes = v.Traffic(s)
+			}
+			md += fmt.Sprintf("| `%s` | %s | %s | %.1f GB | %.1f |\n", v.Name, v.Doc, v.Precision, bytes/1e9, s.Flops()/bytes)
+		}
+		return md
+	}
+	table := func(title string, configOf func(step string) (OpenCLConfig, error)) string {
+		md := fmt.Sprintf("**%s**\n\n| step | what changes | precision | tiles | global traffic at %s | FLOP/byte |\n|---|---|---|---|---:|---:|\n", title, size)
+		for _, v := range Variants(kind) {
+			c, err := configOf(v.Name)
+			if err != nil {
+				md += fmt.Sprintf("| `%s` | %s | %s | does not build here | - | - |\n", v.Name, v.Doc, v.Precision)
+				continue
+			}
+			bytes := c.Traffic(s)
+			md += fmt.Sprintf("| `%s` | %s | %s | `%s` | %.1f GB | %.1f |\n", v.Name, v.Doc, v.Precision, c.Options(), bytes/1e9, s.Flops()/bytes)
+		}
+		return md
+	}
+	var out []string
+	for _, id := range ids {
+		if !strings.HasPrefix(id, string(engine.OpenCL)+":") {
+			continue
+		}
+		dev, err := engine.Open(id)
+		if err != nil {
+			out = append(out, fmt.Sprintf("*No table for %s: %v.*\n", id, err))
+			continue
+		}
+		out = append(out, table(fmt.Sprintf("%s on %s (%s), with the tiles each step runs with there", kind, id, dev.Info.Name),
+			func(step string) (OpenCLConfig, error) { return OpenCLConfigOn(dev.OpenCL, step) }))
+		dev.Close()
+	}
+	if len(out) == 0 {
+		out = append(out, table(string(kind)+" at the default tiles (a device that cannot take them runs smaller ones, which move more)",
+			func(step string) (OpenCLConfig, error) { return NewOpenCLConfig(step, nil) }))
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -75,5 +76,49 @@ func TestChartGroups(t *testing.T) {
 		if !seen[r.Variant] {
 			t.Errorf("%s is in no chart", r.Variant)
 		}
+	}
+}
+
+// TestTrafficMarkdown: CUDA has one table; OpenCL without a device gives
+// the default tiles and says so; on a device each row names the tiles the
+// suite runs there (OpenCLConfigOn), and its traffic is theirs.
+func TestTrafficMarkdown(t *testing.T) {
+	s := Shape{M: 4096, N: 4096, K: 4096}
+	cu := TrafficMarkdown(engine.CUDA, nil, s)
+	if !strings.Contains(cu, "| `01_naive` |") || !strings.Contains(cu, "global traffic at 4096³") || strings.Contains(cu, "tiles |") {
+		t.Errorf("CUDA table:\n%s", cu)
+	}
+	def := TrafficMarkdown(engine.OpenCL, nil, s)
+	for _, want := range []string{"at the default tiles", "| `-DTS=32` | 17.2 GB | 8.0 |"} {
+		if !strings.Contains(def, want) {
+			t.Errorf("lacks %q:\n%s", want, def)
+		}
+	}
+	var ids []string
+	devs, _ := engine.Devices()
+	for _, d := range devs {
+		if d.Kind == engine.OpenCL {
+			ids = append(ids, d.ID)
+			break
+		}
+	}
+	if len(ids) == 0 {
+		t.Skip("no OpenCL device")
+	}
+	md := TrafficMarkdown(engine.OpenCL, ids, s)
+	if !strings.Contains(md, "opencl on "+ids[0]) || strings.Contains(md, "default tiles") {
+		t.Errorf("device table:\n%s", md)
+	}
+	dev, err := engine.Open(ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	c, err := OpenCLConfigOn(dev.OpenCL, "02_local_tiling")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("| `%s` | %.1f GB |", c.Options(), c.Traffic(s)/1e9); !strings.Contains(md, want) {
+		t.Errorf("lacks %q:\n%s", want, md)
 	}
 }

@@ -289,24 +289,20 @@ func NewOpenCLConfig(step string, defines map[string]int) (OpenCLConfig, error) 
 	return st.config(defines)
 }
 
-// OpenCLBuildOptions returns the build options (the -D defines) step gets on
-// a device with the given properties: those of the first configuration the
-// device's limits allow. A built kernel may still allow fewer work-items per
-// group than the device; the lab then falls back further when it builds it.
-func OpenCLBuildOptions(step string, dev opencl.DeviceInfo) (string, error) {
-	cfgs, err := OpenCLConfigs(step)
+// OpenCLConfigOn returns the configuration of step that the gemm suite
+// runs on ctx's device: the first one (the preferred, then the fallbacks)
+// that both the device's limits and the built kernel's allow. It builds
+// the step to find out.
+func OpenCLConfigOn(ctx *opencl.Context, step string) (OpenCLConfig, error) {
+	info, err := ctx.Device().Info()
 	if err != nil {
-		return "", err
+		return OpenCLConfig{}, err
 	}
-	var errs []error
-	for _, c := range cfgs {
-		if err := c.fits(dev); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		return c.Options(), nil
+	built, err := clBuildStep(ctx, info, step)
+	if err != nil {
+		return OpenCLConfig{}, err
 	}
-	return "", fmt.Errorf("gemm: OpenCL step %s: no configuration fits %s: %w", step, dev.Name, errors.Join(errs...))
+	return built.cfg, nil
 }
 
 // clBuilt is a step built for one device.

@@ -58,8 +58,9 @@ func (l Ladder) Note() string { return l.note }
 // kernel step as gemm.CUDAKernels says (step 10 with the tiles tuned for
 // the GPU and shape if `lab bench gemm` cached them, else the default
 // ones, which its card says; step 12 on Hopper GPUs only, its card
-// elsewhere saying so), the OpenCL steps with the first configuration that
-// the device takes.
+// elsewhere saying so), the OpenCL steps with the configuration the suite
+// runs there (gemm.OpenCLConfigOn: the first that the device and the built
+// kernel take; a fallback's card says so).
 func GEMM(kind engine.Kind, ids []string, s gemm.Shape) Ladder {
 	l := Ladder{cards: map[string][]Card{}}
 	steps := gemm.Steps(kind)
@@ -95,19 +96,16 @@ func gemmKernels(dev *engine.Device, kind engine.Kind, st kernels.Step, s gemm.S
 		return cudaGEMMKernels(st, s, dev.CUDA.Properties())
 	}
 	k := Kernel{Label: st.Name, Name: strings.TrimPrefix(st.File, "opencl/"), Source: st.Code, Entry: gemm.OpenCLKernel}
-	info, err := dev.OpenCL.Device().Info()
+	c, err := gemm.OpenCLConfigOn(dev.OpenCL, st.Name)
 	if err != nil {
 		return []Kernel{k} // its card says what building it gives
 	}
-	opts, err := gemm.OpenCLBuildOptions(st.Name, info)
-	cfgs, _ := gemm.OpenCLConfigs(st.Name)
-	for _, c := range cfgs {
-		if err == nil && c.Options() == opts {
-			g := c.Global(s)
-			k.Options = strings.Fields(opts)
-			k.Block = [3]int{c.Local[0], c.Local[1], 1}
-			k.Grid = [3]int{g[0] / c.Local[0], g[1] / c.Local[1], 1}
-		}
+	g := c.Global(s)
+	k.Options = strings.Fields(c.Options())
+	k.Block = [3]int{c.Local[0], c.Local[1], 1}
+	k.Grid = [3]int{g[0] / c.Local[0], g[1] / c.Local[1], 1}
+	if cfgs, _ := gemm.OpenCLConfigs(st.Name); len(cfgs) > 0 && cfgs[0].Options() != c.Options() {
+		k.Notes = []string{fmt.Sprintf("built with `%s`, a fallback: the default `%s` (%d work-items per group) is more than this device or the built kernel allows", c.Options(), cfgs[0].Options(), cfgs[0].WorkItems())}
 	}
 	return []Kernel{k}
 }
