@@ -184,10 +184,10 @@ func LadderStory(recs []bench.Record) string {
 			}
 			i := slices.IndexFunc(changes, func(c change) bool { return c.step.Variant == r.Variant })
 			if i < 0 {
-				fmt.Fprintf(&b, "- `%s`: %s, %s `%s`%s.\n", r.Variant, gflops(r.GFLOPS), share(r.PctOfBaseline), r.Baseline, impossible(r))
+				fmt.Fprintf(&b, "- `%s`%s: %s, %s `%s`%s.\n", r.Variant, tunedTiles(r), gflops(r.GFLOPS), share(r.PctOfBaseline), r.Baseline, impossible(r))
 				continue
 			}
-			fmt.Fprintf(&b, "- %s%s%s.\n", changes[i].describe(), changes[i].verdict(), impossible(r))
+			fmt.Fprintf(&b, "- %s%s%s%s.\n", changes[i].describe(), tunedTiles(r), changes[i].verdict(), impossible(r))
 		}
 		if len(l.steps) > 0 && l.baseline.Variant != "" {
 			best := slices.MaxFunc(l.steps, func(a, b bench.Record) int { return cmp.Compare(a.GFLOPS, b.GFLOPS) })
@@ -195,6 +195,17 @@ func LadderStory(recs []bench.Record) string {
 		}
 	}
 	return b.String()
+}
+
+// tunedTiles names the tiles step 10 ran with, which the search picked for
+// the GPU and shape (the record's "tuned" parameter), as " with tiles …
+// (tuned here for this shape)"; "" for other records.
+func tunedTiles(r bench.Record) string {
+	t, _ := r.Params["tuned"].(string)
+	if t == "" {
+		return ""
+	}
+	return fmt.Sprintf(" with tiles %s (tuned here for this shape)", t)
 }
 
 // impossible is what a story says after a speed above the compute peak of

@@ -38,6 +38,13 @@ func TestLadderStory(t *testing.T) {
 			t.Errorf("story lacks %q:\n%s", want, story)
 		}
 	}
+	// Step 10's tiles are those the search picked, which no card shows
+	// when the cards were built before the run tuned them.
+	for _, r := range at {
+		if tuned, _ := r.Params["tuned"].(string); tuned != "" && !strings.Contains(story, "with tiles "+tuned+" (tuned here for this shape)") {
+			t.Errorf("story lacks %s's tiles %s:\n%s", r.Variant, tuned, story)
+		}
+	}
 	if !strings.Contains(SlowerSteps(at), "`") && !strings.Contains(SlowerSteps(at), "No step") {
 		t.Errorf("SlowerSteps: %q", SlowerSteps(at))
 	}
