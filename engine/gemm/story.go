@@ -309,7 +309,7 @@ func StrideStory(recs []bench.Record) string {
 		slices.Sort(others)
 		median := others[len(others)/2]
 		fmt.Fprintf(&b, "**%s:** at K = 1024 the naive step runs at %s; at the other K its median is %s. %s\n\n",
-			at1024.DeviceName, gflops(at1024.GFLOPS), gflops(median), strideVerdict(median/at1024.GFLOPS))
+			at1024.DeviceName, gflops(at1024.GFLOPS), gflops(median), strideVerdict(median/at1024.GFLOPS, walksRows(at1024)))
 	}
 	return b.String()
 }
@@ -344,7 +344,7 @@ func StridePairStory(recs []bench.Record) string {
 			continue
 		}
 		fmt.Fprintf(&b, "**%s (`%s`):** the naive step runs at %s at `%s` and at %s at `%s`. %s\n\n",
-			odd.DeviceName, id, gflops(odd.GFLOPS), odd.Size, gflops(pow2.GFLOPS), pow2.Size, strideVerdict(odd.GFLOPS/pow2.GFLOPS))
+			odd.DeviceName, id, gflops(odd.GFLOPS), odd.Size, gflops(pow2.GFLOPS), pow2.Size, strideVerdict(odd.GFLOPS/pow2.GFLOPS, walksRows(odd)))
 	}
 	if b.Len() == 0 {
 		return fmt.Sprintf("*No device here ran both `%s` and `%s`.*\n", StridePair[0], StridePair[1])
@@ -352,14 +352,26 @@ func StridePairStory(recs []bench.Record) string {
 	return b.String()
 }
 
+// walksRows says whether a record's naive step has the row-walking layout
+// that the stride effect needs: CUDA's 01_naive puts threadIdx.x along
+// the rows of C, so the threads of a warp read A 4·K bytes apart. OpenCL's
+// 01_naive puts dimension 0 along the columns: a warp's B loads are
+// consecutive and its A load is one address, so no load strides by K.
+func walksRows(r bench.Record) bool { return kindOf(r) == engine.CUDA }
+
 // strideVerdict reads the ratio of the naive step's speed away from the
-// power of two to its speed at it.
-func strideVerdict(ratio float64) string {
+// power of two to its speed at it, for a kernel whose warps walk rows
+// (walksRows) or columns.
+func strideVerdict(ratio float64, rows bool) string {
 	switch {
+	case !rows && ratio > 1.2:
+		return fmt.Sprintf("The odd shape is faster by a factor of %.2g, but this kernel's warps walk columns, so none of its loads strides by `4·K` bytes: the difference is not the row-walking kernel's stride effect.", ratio)
+	case !rows && ratio >= 1/1.2:
+		return "Within a fifth of each other, as this kernel's layout predicts: its warps walk columns (consecutive B loads, one A address), so none of its loads strides by `4·K` bytes for the power of two to act on. The effect belongs to the row-walking layout, not to the device."
 	case ratio > 1.2:
 		return fmt.Sprintf("The power-of-two stride costs it a factor of %.2g.", ratio)
 	case ratio < 1/1.2:
 		return fmt.Sprintf("Here the power of two is the faster one, by a factor of %.2g.", 1/ratio)
 	}
-	return "Within a fifth of each other: no power-of-two effect on this device."
+	return "Within a fifth of each other: although this kernel's warps read A `4·K` bytes apart, the power of two costs it nothing on this device."
 }
