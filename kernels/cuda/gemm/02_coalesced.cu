@@ -5,8 +5,10 @@
 // - their loads of B[p][col..col+31] are one 128-byte line (coalesced);
 // - their loads of A[row][p] are one address, broadcast to the whole warp;
 // - their stores to C are one 128-byte line.
-// Traffic: the same 8·M·N·K bytes are requested, but in 32x fewer
-// transactions for A and C and 4x fewer for B. Memory does full lines of work.
+// Traffic: the same 8·M·N·K bytes are requested, but per warp and k, A takes
+// one sector instead of 32 and C's stores 4 (one line) instead of 32. B takes
+// 4 sectors where step 01 took one, but they serve 32 columns, not one: per
+// column, 8x fewer. Memory does full lines of work.
 // Cost: nothing: only the index mapping changed.
 extern "C" __global__ void sgemm(int M, int N, int K, const float* __restrict__ A,
                                  const float* __restrict__ B, float* __restrict__ C) {
