@@ -67,7 +67,7 @@ var whyNoGain = map[platform]map[string]string{
 		"02_coalesced":          "only the thread mapping changed, so where L1 and L2 already absorbed step 01's scattered loads there was little left to gain",
 		"03_smem_tiling":        "every FMA still waits on two shared-memory loads, and two barriers per tile stall the block",
 		"04_1d_register_tiling": "A still comes from shared memory for every FMA, and 8 accumulators per thread take registers that more resident warps would use",
-		"05_2d_register_tiling": "its 8×8 outer product still needs 16 scalar shared-memory loads per k, so loads, not FMAs, can still set the pace",
+		"05_2d_register_tiling": "its 8×8 block of accumulators and the operands that feed it take well over 128 registers per thread, so an SM holds a single block of 8 warps, far fewer than step 04 kept, too few to hide the latency of its loads and barriers; its shared-memory loads are not the limit, since the compiler merges them into 16-byte loads, 4 per k for 64 FMAs",
 		"06_vectorized":         "float4 needs rows aligned to 16 bytes: where K or N is not a multiple of 4, its loads are guarded scalars again",
 		"07_bank_conflict_free": "the conflicts it removes were real but were not the main cost",
 		"08_double_buffering":   "loading the next tile during the FMAs pays only where the block waited on its loads, and twice the shared memory leaves room for fewer blocks per SM",
