@@ -60,6 +60,10 @@ type Info struct {
 	TensorPeaks map[string]float64 `json:"tensor_peaks,omitempty"`
 	PeakGBps    float64            `json:"peak_gbps"` // memory bandwidth; 0 when unknown
 	PeakNote    string             `json:"peak_note"` // where the peaks come from
+	// CacheBytes is the last-level cache in front of PeakGBps's memory,
+	// where known (0 otherwise): the host's for the CPU and OpenCL CPU
+	// devices. Traffic that fits in it is served from cache, not memory.
+	CacheBytes uint64 `json:"cache_bytes,omitempty"`
 }
 
 // PeakFor is the peak GFLOP/s of the unit that computes in precision:
@@ -115,7 +119,7 @@ func cpuInfo() Info {
 	h, bw := cpu.Host(), cpuBandwidth()
 	return Info{
 		ID: "cpu", Name: h.Model, Kind: CPU, ComputeUnits: h.Threads, ClockMHz: int(h.ClockMHz),
-		PeakGFLOPS: h.PeakGFLOPS(), PeakGBps: bw.GBps,
+		PeakGFLOPS: h.PeakGFLOPS(), PeakGBps: bw.GBps, CacheBytes: h.LLCBytes,
 		PeakNote: fmt.Sprintf("FLOP/s: %d threads x %.0f MHz x %d %s lanes x FMA x 2 units; GB/s: a parallel 128 MiB copy measured %s and kept in %s (no spec is readable from software; lab devices --remeasure measures again)",
 			h.Threads, h.ClockMHz, h.FP32Lanes(), h.SIMD, bw.MeasuredAt.Format("2006-01-02 15:04 MST"), CPUPeaksPath()),
 	}
@@ -270,6 +274,7 @@ func openCLInfos(cudaDevs []Info) ([]Info, error) {
 			case di2.Type == "CPU":
 				h := cpuInfo()
 				info.PeakGFLOPS, info.PeakGBps, info.PeakNote = h.PeakGFLOPS, h.PeakGBps, "the host CPU's (see cpu)"
+				info.CacheBytes = h.CacheBytes
 				info.InHostMemory = true
 			default:
 				for _, c := range cudaDevs {

@@ -2,10 +2,12 @@ package bandwidth
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gpulab/engine"
 	"gpulab/engine/bench"
+	"gpulab/engine/plot"
 )
 
 // What notebook 00 says about a run, built from its records, so that its
@@ -34,24 +36,39 @@ func CopyStory(recs []bench.Record) string {
 			continue
 		}
 		fmt.Fprintf(&b, "- **%s** (`%s`), at %s per array: the baseline `%s` moved %s", base.DeviceName, id, base.Size, base.Variant, gbps(base.GBps))
-		if base.PctPeakGBps > 0 {
+		if base.PctPeakGBps > 0 && !bench.Effective(base) {
 			fmt.Fprintf(&b, ", %.0f%% of the device's peak", base.PctPeakGBps)
 		}
+		b.WriteString(cacheServed(base))
 		var others []string
 		for _, r := range large {
 			if r.Variant != base.Variant {
-				others = append(others, fmt.Sprintf("`%s` %.2f×", r.Variant, r.Speedup))
+				others = append(others, fmt.Sprintf("`%s` %.2f×%s", r.Variant, r.Speedup, cacheServed(r)))
 			}
 		}
 		if len(others) > 0 {
 			fmt.Fprintf(&b, "; against it, %s", strings.Join(others, ", "))
 		}
 		if sb := baseline(small); sb.Variant != "" && len(sizes) > 1 {
-			fmt.Fprintf(&b, ". At %s per array the baseline moved %s", sb.Size, gbps(sb.GBps))
+			fmt.Fprintf(&b, ". At %s per array the baseline moved %s%s", sb.Size, gbps(sb.GBps), cacheServed(sb))
 		}
 		b.WriteString(".\n")
 	}
 	return b.String()
+}
+
+// cacheServed is what a story says after a rate that is a cache's, not
+// memory's (bench.Effective), and "" after any other: such a rate has no
+// share of the memory peak, and a speedup to it is the cache's, not the
+// variant's.
+func cacheServed(r bench.Record) string {
+	switch {
+	case r.InCache:
+		return " ‡ (effective: every byte it moves fits in the last-level cache, so the cache served it, not memory)"
+	case bench.Effective(r):
+		return " ‡ (effective: more than memory can move, so caches served part of it)"
+	}
+	return ""
 }
 
 // InFlight applies Little's law to each device with a known peak: to keep
@@ -111,4 +128,65 @@ func bytesText(n float64) string {
 		return fmt.Sprintf("%.3g KB", n/1e3)
 	}
 	return fmt.Sprintf("%.0f bytes", n)
+}
+
+// CopyFigures draws the copy records against size: GB/s, then the share
+// of the device's peak bandwidth (rows served from cache left out:
+// bench.Effective), each for the devices in host memory (the CPU and
+// OpenCL on it) and for the GPUs apart, one line per device and variant;
+// a group with more lines than a chart holds (bench.MaxSeries)
+// is split into charts of near equal size.
+func CopyFigures(recs []bench.Record) []*plot.Figure {
+	var figs []*plot.Figure
+	for _, m := range []struct {
+		metric bench.Metric
+		title  string
+		logY   bool
+	}{{bench.GBps, "GB/s (read + write)", true}, {bench.PctPeakGBps, "% of the device's peak bandwidth, ‡ rows left out", false}} {
+		for _, host := range []bool{true, false} {
+			var mine []bench.Record
+			for _, r := range recs {
+				if r.Suite == "copy" && r.OnCPU == host {
+					mine = append(mine, r)
+				}
+			}
+			where := "on the GPUs"
+			if host {
+				where = "in host memory"
+			}
+			lines := uniqueLines(mine)
+			parts := (len(lines) + bench.MaxSeries - 1) / bench.MaxSeries
+			for i := range parts {
+				keep := lines[i*len(lines)/parts : (i+1)*len(lines)/parts]
+				var part []bench.Record
+				for _, r := range mine {
+					if slices.Contains(keep, bench.ByDeviceVariant(r)) {
+						part = append(part, r)
+					}
+				}
+				title := fmt.Sprintf("copy %s: %s against bytes per array", where, m.title)
+				if parts > 1 {
+					title += fmt.Sprintf(" (%d of %d)", i+1, parts)
+				}
+				f := bench.SizeLines(title, "bytes", m.metric, part, bench.ByDeviceVariant)
+				if m.logY {
+					f.LogY()
+				}
+				figs = append(figs, f)
+			}
+		}
+	}
+	return figs
+}
+
+// uniqueLines is the device-and-variant names of recs in the order they
+// first appear.
+func uniqueLines(recs []bench.Record) []string {
+	var out []string
+	for _, r := range recs {
+		if n := bench.ByDeviceVariant(r); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -180,6 +180,11 @@ type Record struct {
 	Intensity     float64 `json:"intensity,omitempty"` // FLOP per DRAM byte
 	PctPeakGFLOPS float64 `json:"pct_peak_gflops,omitempty"`
 	PctPeakGBps   float64 `json:"pct_peak_gbps,omitempty"`
+	// InCache is set where all the bytes a run moves fit in the device's
+	// last-level cache (engine.Info.CacheBytes): repeated runs find them
+	// there, so its byte rate is the cache's, not memory's (an effective
+	// bandwidth, whatever its share of the memory peak).
+	InCache       bool    `json:"in_cache,omitempty"`
 	Baseline      string  `json:"baseline,omitempty"`
 	Speedup       float64 `json:"speedup,omitempty"`         // baseline median / this median
 	PctOfBaseline float64 `json:"pct_of_baseline,omitempty"` // 100 x Speedup: % of the baseline's throughput
@@ -367,6 +372,7 @@ func fillPeaks(r *Record, c Case, dev engine.Info) {
 	if r.GBps > 0 && dev.PeakGBps > 0 {
 		r.PctPeakGBps = 100 * r.GBps / dev.PeakGBps
 	}
+	r.InCache = c.Bytes > 0 && dev.CacheBytes > 0 && c.Bytes <= float64(dev.CacheBytes)
 }
 
 // fillSpeedups compares every record of one size with its baseline: the

@@ -42,9 +42,18 @@ type Metric struct {
 var (
 	GBps          = Metric{"GB/s", func(r Record) float64 { return r.GBps }}
 	GFLOPS        = Metric{"GFLOP/s", func(r Record) float64 { return r.GFLOPS }}
-	PctPeakGBps   = Metric{"% of peak bandwidth", func(r Record) float64 { return r.PctPeakGBps }}
+	PctPeakGBps   = Metric{"% of peak bandwidth", func(r Record) float64 { return pctOfMemory(r) }}
 	PctPeakGFLOPS = Metric{"% of peak FLOP/s", func(r Record) float64 { return r.PctPeakGFLOPS }}
 )
+
+// pctOfMemory is a record's share of the memory peak, 0 (not plotted)
+// where its rate is a cache's (Effective).
+func pctOfMemory(r Record) float64 {
+	if Effective(r) {
+		return 0
+	}
+	return r.PctPeakGBps
+}
 
 // SizeLines draws metric against the numeric parameter param (e.g. "bytes"),
 // one line per series (sizeSeries); seriesName names a record's line (for
@@ -91,14 +100,14 @@ func ByVariant(r Record) string { return r.Variant }
 // ByDeviceVariant names a series "device variant".
 func ByDeviceVariant(r Record) string { return r.Device + " " + r.Variant }
 
-// MaxRooflinePoints is the most points one roofline chart shows: more
-// markers than that cannot be told apart by colour and shape.
-const MaxRooflinePoints = 8
+// MaxSeries is the most series (lines, or roofline points) one chart
+// shows: more than that cannot be told apart by colour and shape.
+const MaxSeries = 8
 
 // RooflineOf places each passing record of dev that has both flops and bytes
 // on dev's roofline. A point is named by its variant when all the points
 // share one suite and size (the title should say which), else "suite
-// variant size". More than MaxRooflinePoints points are split over as few
+// variant size". More than MaxSeries points are split over as few
 // charts as that allows, of near equal size, titled "title (i of n)".
 func RooflineOf(title string, dev engine.Info, recs []Record) []*plot.Figure {
 	var mine []Record
@@ -116,7 +125,7 @@ func RooflineOf(title string, dev engine.Info, recs []Record) []*plot.Figure {
 		}
 		pts = append(pts, plot.RooflinePoint{Name: name, Intensity: r.Intensity, GFLOPS: r.GFLOPS})
 	}
-	charts := max(1, (len(pts)+MaxRooflinePoints-1)/MaxRooflinePoints)
+	charts := max(1, (len(pts)+MaxSeries-1)/MaxSeries)
 	var figs []*plot.Figure
 	for i := range charts {
 		lo, hi := i*len(pts)/charts, (i+1)*len(pts)/charts

@@ -71,7 +71,7 @@ func TestRooflineOfSplits(t *testing.T) {
 	}
 	var names []string
 	for i, f := range figs {
-		if n := len(f.RooflinePoints()); n > MaxRooflinePoints || n < 5 {
+		if n := len(f.RooflinePoints()); n > MaxSeries || n < 5 {
 			t.Errorf("chart %d has %d points", i, n)
 		}
 		if !strings.HasSuffix(f.Title, fmt.Sprintf("(%d of 2)", i+1)) {

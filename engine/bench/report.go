@@ -238,7 +238,7 @@ func tableRow(r Record, shared string) []string {
 		ok = "FAIL"
 	}
 	gbps, pct := num(r.GBps, 1), pctStr(max(r.PctPeakGFLOPS, r.PctPeakGBps))
-	if effective(r) {
+	if Effective(r) {
 		gbps += effectiveMark
 		pct = strings.TrimSpace(effectiveMark)
 	}
@@ -249,8 +249,12 @@ func tableRow(r Record, shared string) []string {
 		pct, speedup(r, shared), fmt.Sprintf("%.2g", r.MaxRelErr), ok}
 }
 
-// effective says whether a record's byte rate is above the DRAM peak.
-func effective(r Record) bool { return r.PctPeakGBps > 100 }
+// Effective says whether a record's byte rate is a cache's, not
+// memory's: above the DRAM peak, or with all its bytes in the last-level
+// cache (InCache). Its share of the memory peak means nothing: tables
+// mark it (effectiveMark) and give it no % roof, and the % of peak
+// bandwidth metric leaves it out.
+func Effective(r Record) bool { return r.PctPeakGBps > 100 || r.InCache }
 
 // BeyondComputePeak says whether a record computed faster than the
 // device's peak FLOP/s at its precision allows: no cache makes arithmetic
@@ -261,17 +265,22 @@ func effective(r Record) bool { return r.PctPeakGBps > 100 }
 func BeyondComputePeak(r Record) bool { return r.PctPeakGFLOPS > 100 }
 
 // ImpossibleNote explains impossibleMark: what a share of the compute
-// peak above 100% means. EffectiveNote explains effectiveMark: what a
-// byte rate above the DRAM peak means.
+// peak above 100% means. EffectiveNote and InCacheNote explain
+// effectiveMark: what a byte rate above the DRAM peak, or one whose bytes
+// all fit in the last-level cache, means.
 const (
 	ImpossibleNote = "faster than the hardware's peak allows: the timing is a measurement error (a launch that failed without an error, work the timer did not see, or a wrong peak), not a result"
 	EffectiveNote  = "effective bandwidth: more bytes per second than DRAM can move, so caches served part of the bytes counted"
+	InCacheNote    = "effective bandwidth: every byte the run moves fits in the last-level cache, so the repeated runs were served from cache, not memory"
 )
 
 // writeNotes explains the marks of a table's rows.
 func writeNotes(b *strings.Builder, recs []Record) {
-	if slices.ContainsFunc(recs, effective) {
+	if slices.ContainsFunc(recs, func(r Record) bool { return r.PctPeakGBps > 100 }) {
 		b.WriteString("\n‡ " + EffectiveNote + "; the row is above its memory roof, so it has no share of it.\n")
+	}
+	if slices.ContainsFunc(recs, func(r Record) bool { return r.InCache && r.PctPeakGBps <= 100 }) {
+		b.WriteString("\n‡ " + InCacheNote + ", so it has no share of the memory roof.\n")
 	}
 	if slices.ContainsFunc(recs, BeyondComputePeak) {
 		b.WriteString("\n✗ above 100% of the compute peak at the record's precision: " + ImpossibleNote + ".\n")

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gpulab/engine"
 )
 
 func TestSplitList(t *testing.T) {
@@ -194,5 +196,39 @@ func TestRecordedRunsHaveProvenance(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no records in docs/results")
+	}
+}
+
+// TestInCache: a row whose bytes all fit in the last-level cache is
+// effective whatever its share of the memory peak (the H100 host's 1M
+// go_serial copy read 86.3% of DRAM's roof), explained once, and left out
+// of the % of peak bandwidth chart; fillPeaks sets it from the device's
+// cache size.
+func TestInCache(t *testing.T) {
+	dev := engine.Info{PeakGBps: 48, CacheBytes: 32 << 20}
+	var small, large Record
+	fillPeaks(&small, Case{Bytes: 8 << 20}, dev)
+	fillPeaks(&large, Case{Bytes: 512 << 20}, dev)
+	if !small.InCache || large.InCache {
+		t.Errorf("InCache: 8 MiB %v, 512 MiB %v with a 32 MiB cache", small.InCache, large.InCache)
+	}
+	if fillPeaks(&large, Case{Bytes: 8 << 20}, engine.Info{PeakGBps: 48}); large.InCache {
+		t.Error("InCache without a known cache size")
+	}
+	recs := []Record{
+		{Suite: "copy", Variant: "go_serial", Size: "1M", GBps: 41, PctPeakGBps: 86.3, InCache: true, OK: true},
+		{Suite: "copy", Variant: "go_serial", Size: "64M", GBps: 12.4, PctPeakGBps: 26.1, OK: true},
+	}
+	md := Markdown(recs)
+	for _, want := range []string{"| 41.0 ‡ | - | ‡ |", "| 12.4 | - | 26.1% |", "‡ " + InCacheNote} {
+		if !strings.Contains(md, want) {
+			t.Errorf("lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, EffectiveNote) {
+		t.Errorf("explains a rate above the peak that no row has:\n%s", md)
+	}
+	if PctPeakGBps.Value(recs[0]) != 0 || PctPeakGBps.Value(recs[1]) != 26.1 {
+		t.Errorf("%% of peak bandwidth: %v, %v", PctPeakGBps.Value(recs[0]), PctPeakGBps.Value(recs[1]))
 	}
 }

@@ -6,6 +6,7 @@ package cpu
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -84,10 +85,14 @@ func Saxpy(out []float32, alpha float32, x, y []float32) {
 
 // Info describes the host processor.
 type Info struct {
-	Model    string   `json:"model"`
-	Threads  int      `json:"threads"`   // GOMAXPROCS
-	ClockMHz float64  `json:"clock_mhz"` // as /proc/cpuinfo reports it (0 if unknown)
-	SIMD     string   `json:"simd"`      // widest vector extension: "avx512f", "avx2", "sse2", "neon" or ""
+	Model    string  `json:"model"`
+	Threads  int     `json:"threads"`   // GOMAXPROCS
+	ClockMHz float64 `json:"clock_mhz"` // as /proc/cpuinfo reports it (0 if unknown)
+	SIMD     string  `json:"simd"`      // widest vector extension: "avx512f", "avx2", "sse2", "neon" or ""
+	// LLCBytes is the last-level cache of the whole host: the sum over its
+	// distinct instances (one per socket or per core complex), 0 if
+	// unknown. A working set that fits in it is served from cache.
+	LLCBytes uint64   `json:"llc_bytes,omitempty"`
 	Flags    []string `json:"-"`
 }
 
@@ -118,7 +123,7 @@ var (
 // Host reads /proc/cpuinfo once. Fields it cannot find stay empty.
 func Host() Info {
 	infoOnce.Do(func() {
-		info = Info{Model: runtime.GOARCH + " CPU", Threads: Workers()}
+		info = Info{Model: runtime.GOARCH + " CPU", Threads: Workers(), LLCBytes: lastLevelCache("/sys/devices/system/cpu")}
 		f, err := os.Open("/proc/cpuinfo")
 		if err != nil {
 			return
@@ -150,4 +155,43 @@ func Host() Info {
 		}
 	})
 	return info
+}
+
+// lastLevelCache sums the distinct instances of the highest-level data or
+// unified cache that sysfs under root (/sys/devices/system/cpu) lists:
+// each cpuN/cache/indexM has level, type, size ("32768K") and
+// shared_cpu_list, the CPUs that share one instance. 0 if there is none.
+func lastLevelCache(root string) uint64 {
+	dirs, _ := filepath.Glob(filepath.Join(root, "cpu[0-9]*", "cache", "index[0-9]*"))
+	read := func(dir, name string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		return strings.TrimSpace(string(b))
+	}
+	top := 0
+	sizes := map[string]uint64{} // shared_cpu_list -> size, at level top
+	for _, d := range dirs {
+		level, err := strconv.Atoi(read(d, "level"))
+		if err != nil || read(d, "type") == "Instruction" || level < top {
+			continue
+		}
+		if level > top {
+			top, sizes = level, map[string]uint64{}
+		}
+		size := read(d, "size")
+		mult := uint64(1)
+		switch {
+		case strings.HasSuffix(size, "K"):
+			mult, size = 1<<10, strings.TrimSuffix(size, "K")
+		case strings.HasSuffix(size, "M"):
+			mult, size = 1<<20, strings.TrimSuffix(size, "M")
+		}
+		if n, err := strconv.ParseUint(size, 10, 64); err == nil {
+			sizes[read(d, "shared_cpu_list")] = n * mult
+		}
+	}
+	var total uint64
+	for _, n := range sizes {
+		total += n
+	}
+	return total
 }

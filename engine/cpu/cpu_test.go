@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 )
@@ -72,4 +74,35 @@ func TestSquaredDistance(t *testing.T) {
 			t.Errorf("SquaredDistance(%v, %v) = %g, want %g", tc.a, tc.b, got, tc.want)
 		}
 	}
+}
+
+// TestLastLevelCache: the highest level's distinct instances are summed
+// (two sockets of 32 MiB share nothing), instruction caches and lower
+// levels are not.
+func TestLastLevelCache(t *testing.T) {
+	root := t.TempDir()
+	write := func(cpu, index, level, typ, size, shared string) {
+		dir := filepath.Join(root, cpu, "cache", index)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range map[string]string{"level": level, "type": typ, "size": size, "shared_cpu_list": shared} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct{ cpu, shared string }{{"cpu0", "0-1"}, {"cpu1", "0-1"}, {"cpu2", "2-3"}, {"cpu3", "2-3"}} {
+		write(c.cpu, "index0", "1", "Data", "48K", c.cpu[3:])
+		write(c.cpu, "index1", "1", "Instruction", "32K", c.cpu[3:])
+		write(c.cpu, "index2", "2", "Unified", "2048K", c.cpu[3:])
+		write(c.cpu, "index3", "3", "Unified", "32768K", c.shared)
+	}
+	if got, want := lastLevelCache(root), uint64(64<<20); got != want {
+		t.Errorf("lastLevelCache = %d, want %d", got, want)
+	}
+	if got := lastLevelCache(t.TempDir()); got != 0 {
+		t.Errorf("no sysfs: %d", got)
+	}
+	t.Logf("this host: %d bytes", Host().LLCBytes)
 }

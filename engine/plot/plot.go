@@ -255,6 +255,9 @@ func (f *Figure) WithYNames(names ...string) *Figure {
 // YNames is what WithYNames set: the names of the y values 0, 1, ...
 func (f *Figure) YNames() []string { return slices.Clone(f.yNames) }
 
+// Series returns a copy of a line chart's series (nil for other kinds).
+func (f *Figure) Series() []Series { return append([]Series(nil), f.series...) }
+
 // RooflinePoints returns a copy of a roofline's measured points (nil for
 // other kinds).
 func (f *Figure) RooflinePoints() []RooflinePoint {
