@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"gpulab/engine"
@@ -57,10 +58,23 @@ func pctOfMemory(r Record) float64 {
 
 // SizeLines draws metric against the numeric parameter param (e.g. "bytes"),
 // one line per series (sizeSeries); seriesName names a record's line (for
-// example its variant, or device and variant). Both axes are logarithmic
-// when useful.
+// example its variant, or device and variant). The x axis is logarithmic
+// where the sizes span a decade or more, linear where they do not (a sweep
+// of K from 1008 to 1040); callers make the y axis logarithmic where
+// useful.
 func SizeLines(title, param string, m Metric, recs []Record, seriesName func(Record) string) *plot.Figure {
-	return plot.Lines(title, param, m.Label, sizeSeries(param, m, recs, seriesName)...).LogX()
+	series := sizeSeries(param, m, recs, seriesName)
+	f := plot.Lines(title, param, m.Label, series...)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for _, x := range s.X {
+			lo, hi = min(lo, x), max(hi, x)
+		}
+	}
+	if lo > 0 && hi >= 10*lo {
+		f.LogX()
+	}
+	return f
 }
 
 // sizeSeries is a line per series name of the passing records that have

@@ -173,7 +173,7 @@ func SizeFigures(device string, recs []bench.Record) []*plot.Figure {
 	}
 	var figs []*plot.Figure
 	for _, g := range ChartGroups(cubes) {
-		figs = append(figs, bench.SizeLines(device+", "+g.Title+": GFLOP/s of n×n×n against n", "n", bench.GFLOPS, g.Recs, bench.ByVariant).LogY())
+		figs = append(figs, bench.SizeLines(device+", "+g.Title+": GFLOP/s of n×n×n against n", "n", bench.GFLOPS, g.Recs, bench.ByVariant).LogY().XTicksAtData())
 	}
 	return figs
 }

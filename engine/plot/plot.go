@@ -89,6 +89,7 @@ type Figure struct {
 	logX, logY bool
 	yAtLeast   float64  // the y axis reaches at least this far (bars; 0: no demand)
 	yNames     []string // names of the y values 0, 1, ... (lines: lanes)
+	dataTicks  bool     // x ticks at the series' x values (XTicksAtData)
 	scatter    bool     // Lines drawn as unconnected points
 	ref        *reference
 	suffix     *string
@@ -218,6 +219,17 @@ func (f *Figure) Points() *Figure {
 func (f *Figure) LogX() *Figure {
 	if f != nil {
 		f.logX = true
+	}
+	return f
+}
+
+// XTicksAtData puts the x axis's ticks at the x values the series hold
+// (at most maxDataTicks of them, evenly thinned): a chart of a few
+// measured sizes then reads 1024, 2048, 4096, not round numbers that no
+// measurement is at. PNG only; the interactive chart keeps its own ticks.
+func (f *Figure) XTicksAtData() *Figure {
+	if f != nil {
+		f.dataTicks = true
 	}
 	return f
 }

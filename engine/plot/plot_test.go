@@ -925,3 +925,25 @@ func TestYNames(t *testing.T) {
 		t.Errorf("bars with named y values: %v", err)
 	}
 }
+
+// TestDataTicks: ticks sit at the distinct x values of the series, thinned
+// past maxDataTicks; the chart renders with them on a linear and a log axis.
+func TestDataTicks(t *testing.T) {
+	ts := dataTicks([]Series{{X: []float64{1024, 2048, 4096}}, {X: []float64{4096, 1024}}})
+	if len(ts) != 3 || ts[0].Value != 1024 || ts[2].Label != "4096" {
+		t.Errorf("ticks %+v", ts)
+	}
+	var many []float64
+	for k := 1008; k <= 1100; k += 4 {
+		many = append(many, float64(k))
+	}
+	if ts := dataTicks([]Series{{X: many}}); len(ts) > maxDataTicks || ts[0].Value != 1008 {
+		t.Errorf("%d ticks from %d values: %+v", len(ts), len(many), ts)
+	}
+	s := Series{Name: "naive", X: []float64{1008, 1016, 1024, 1032, 1040}, Y: []float64{1300, 1250, 480, 1260, 1310}}
+	for _, f := range []*Figure{Lines("k", "k", "GFLOP/s", s).XTicksAtData(), Lines("n", "n", "GFLOP/s", s).LogX().XTicksAtData()} {
+		if _, err := f.PNG(0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -189,6 +189,9 @@ func (f *Figure) newPlot() *gplot.Plot {
 		p.Y.Scale = gplot.LogScale{}
 		p.Y.Tick.Marker = logTicks{}
 	}
+	if f.dataTicks {
+		p.X.Tick.Marker = dataTicks(f.series)
+	}
 	return p
 }
 

@@ -2,6 +2,7 @@ package plot
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -243,4 +244,27 @@ func logRange(lo, hi, pad float64) (float64, float64) {
 		return lo / 2, hi * 2
 	}
 	return lo / pad, hi * pad
+}
+
+// maxDataTicks is the most ticks XTicksAtData labels.
+const maxDataTicks = 12
+
+// dataTicks is a tick, labelled, at each distinct x value of series, in
+// increasing order; more than maxDataTicks values are thinned to every
+// k-th, keeping the first.
+func dataTicks(series []Series) gplot.ConstantTicks {
+	var xs []float64
+	for _, s := range series {
+		xs = append(xs, s.X...)
+	}
+	slices.Sort(xs)
+	xs = slices.Compact(xs)
+	every := (len(xs) + maxDataTicks - 1) / maxDataTicks
+	var ticks gplot.ConstantTicks
+	for i, x := range xs {
+		if i%every == 0 {
+			ticks = append(ticks, gplot.Tick{Value: x, Label: formatTick(x)})
+		}
+	}
+	return ticks
 }
