@@ -265,3 +265,28 @@ func TrafficMarkdown(kind engine.Kind, ids []string, s Shape) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// SmallGridNote says, for each GPU of devs (CUDA, or OpenCL not in host
+// memory), how many blocks a kernel with tile×tile tiles of C launches at
+// n³ against the GPU's SMs (its compute units): fewer blocks than SMs
+// leave SMs idle whatever the kernel does.
+func SmallGridNote(devs []engine.Info, n, tile int) string {
+	var b strings.Builder
+	blocks := (n + tile - 1) / tile
+	blocks *= blocks
+	for _, d := range devs {
+		if d.OnCPU() || d.ComputeUnits <= 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "- **%s** (`%s`): `%d` blocks of `%d×%d` at `%d³` for `%d` SMs: ", d.Name, d.ID, blocks, tile, tile, n, d.ComputeUnits)
+		if blocks < d.ComputeUnits {
+			fmt.Fprintf(&b, "fewer blocks than SMs, so `%d` SMs have nothing to do.\n", d.ComputeUnits-blocks)
+		} else {
+			fmt.Fprintf(&b, "`%.2g` waves of one block per SM.\n", float64(blocks)/float64(d.ComputeUnits))
+		}
+	}
+	if b.Len() == 0 {
+		return "*No GPU here: the count of blocks against SMs needs one.*\n"
+	}
+	return b.String()
+}

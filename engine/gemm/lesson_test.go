@@ -122,3 +122,17 @@ func TestTrafficMarkdown(t *testing.T) {
 		t.Errorf("lacks %q:\n%s", want, md)
 	}
 }
+
+func TestSmallGridNote(t *testing.T) {
+	devs := []engine.Info{{ID: "cpu", Kind: engine.CPU, ComputeUnits: 16}, {ID: "cuda:0", Name: "H100", Kind: engine.CUDA, ComputeUnits: 132}, {ID: "cuda:1", Name: "small", Kind: engine.CUDA, ComputeUnits: 40}}
+	md := SmallGridNote(devs, 1024, 128)
+	for _, want := range []string{"- **H100** (`cuda:0`): `64` blocks of `128×128` at `1024³` for `132` SMs: fewer blocks than SMs, so `68` SMs have nothing to do.",
+		"- **small** (`cuda:1`): `64` blocks of `128×128` at `1024³` for `40` SMs: `1.6` waves"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "cpu") || !strings.Contains(SmallGridNote(devs[:1], 1024, 128), "No GPU here") {
+		t.Errorf("a CPU counted:\n%s", md)
+	}
+}
