@@ -57,6 +57,48 @@ func CopyStory(recs []bench.Record) string {
 	return b.String()
 }
 
+// GridStrideStory sets copy_f4_grid_stride against copy_f4 at the largest
+// size of each device that ran both (CUDA only), and reads the difference
+// with bench.Differ: within noise, slower or faster, and what that says
+// about one looping wave of blocks against a launch covering the array.
+func GridStrideStory(recs []bench.Record) string {
+	var b strings.Builder
+	for _, id := range devices(recs) {
+		var mine []bench.Record
+		for _, r := range recs {
+			if r.Device == id && r.Suite == "copy" && r.OK {
+				mine = append(mine, r)
+			}
+		}
+		sizes := bench.Sizes(mine)
+		var gs, f4 bench.Record
+		for _, r := range bench.OfSize(mine, sizes[len(sizes)-1]) {
+			switch r.Variant {
+			case "copy_f4_grid_stride":
+				gs = r
+			case "copy_f4":
+				f4 = r
+			}
+		}
+		if gs.Variant == "" || f4.Variant == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "- **%s** (`%s`), at %s per array: `copy_f4_grid_stride` moved %s, `copy_f4` %s: ", gs.DeviceName, id, gs.Size, gbps(gs.GBps), gbps(f4.GBps))
+		switch {
+		case !bench.Differ(gs, f4):
+			b.WriteString("within noise of each other. Launching and retiring the blocks of a plain launch cost nothing that one looping wave saves.\n")
+		case bench.Slower(gs, f4):
+			fmt.Fprintf(&b, "the grid-stride loop is slower, at %.2f× `copy_f4`. Its one wave of blocks has fewer loads in flight than a launch covering the array, and the loop adds index arithmetic; the block scheduler was not the cost.\n", gs.GBps/f4.GBps)
+		default:
+			fmt.Fprintf(&b, "the grid-stride loop is faster, at %.2f× `copy_f4`: here launching and retiring blocks cost something that one looping wave saves.\n", gs.GBps/f4.GBps)
+		}
+	}
+	if b.Len() == 0 {
+		return "*No device here ran `copy_f4_grid_stride` (a CUDA kernel): the recorded H200 run below has it.*\n"
+	}
+	return b.String()
+}
+
 // cacheServed is what a story says after a rate that is a cache's, not
 // memory's (bench.Effective), and "" after any other: such a rate has no
 // share of the memory peak, and a speedup to it is the cache's, not the

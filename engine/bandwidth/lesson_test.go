@@ -96,3 +96,19 @@ func TestCopyFigures(t *testing.T) {
 		t.Errorf("%d lines in all, want 12 twice", lines)
 	}
 }
+
+func TestGridStrideStory(t *testing.T) {
+	rec := func(v string, ms, gb float64) bench.Record {
+		return bench.Record{Suite: "copy", Device: "cuda:0", DeviceName: "GPU", Variant: v, Size: "1G", MedianMS: ms, MinMS: ms, GBps: gb, OK: true}
+	}
+	slower := GridStrideStory([]bench.Record{rec("copy_f4", 1, 3000), rec("copy_f4_grid_stride", 1.064, 2820)})
+	if !strings.Contains(slower, "- **GPU** (`cuda:0`), at 1G per array: `copy_f4_grid_stride` moved 2.82 TB/s, `copy_f4` 3 TB/s: the grid-stride loop is slower, at 0.94× `copy_f4`.") {
+		t.Errorf("slower:\n%s", slower)
+	}
+	if even := GridStrideStory([]bench.Record{rec("copy_f4", 1, 3000), rec("copy_f4_grid_stride", 1.001, 2997)}); !strings.Contains(even, "within noise") {
+		t.Errorf("even:\n%s", even)
+	}
+	if none := GridStrideStory([]bench.Record{rec("copy_f4", 1, 3000)}); !strings.Contains(none, "No device here ran") {
+		t.Errorf("none:\n%s", none)
+	}
+}
