@@ -176,8 +176,9 @@ func bytesText(n float64) string {
 // of the device's peak bandwidth (rows served from cache left out:
 // bench.Effective), each for the devices in host memory (the CPU and
 // OpenCL on it) and for the GPUs apart, one line per device and variant;
-// a group with more lines than a chart holds (bench.MaxSeries)
-// is split into charts of near equal size.
+// a group with more lines than a chart holds (bench.MaxSeries) is split
+// into charts of near equal size, and a chart left with a single size
+// (all the others served from cache) is not drawn: the table says it all.
 func CopyFigures(recs []bench.Record) []*plot.Figure {
 	var figs []*plot.Figure
 	for _, m := range []struct {
@@ -211,6 +212,9 @@ func CopyFigures(recs []bench.Record) []*plot.Figure {
 					title += fmt.Sprintf(" (%d of %d)", i+1, parts)
 				}
 				f := bench.SizeLines(title, "bytes", m.metric, part, bench.ByDeviceVariant)
+				if distinctX(f.Series()) < 2 {
+					continue
+				}
 				if m.logY {
 					f.LogY()
 				}
@@ -219,6 +223,16 @@ func CopyFigures(recs []bench.Record) []*plot.Figure {
 		}
 	}
 	return figs
+}
+
+// distinctX counts the distinct x values of series.
+func distinctX(series []plot.Series) int {
+	var xs []float64
+	for _, s := range series {
+		xs = append(xs, s.X...)
+	}
+	slices.Sort(xs)
+	return len(slices.Compact(xs))
 }
 
 // uniqueLines is the device-and-variant names of recs in the order they

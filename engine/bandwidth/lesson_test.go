@@ -2,6 +2,7 @@ package bandwidth
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,9 +76,20 @@ func TestCopyFigures(t *testing.T) {
 	add("opencl:0:0", true, "clEnqueueCopyBuffer", "copy_f32", "copy_f4")
 	add("opencl:1:0", false, "clEnqueueCopyBuffer", "copy_f32", "copy_f4")
 	add("cuda:0", false, "memcpy_dtod", "copy_f32", "copy_f4", "copy_f4_grid_stride")
+	// A third size, so that the host's % chart keeps two once its
+	// cache-served 1M rows are left out.
+	for _, r := range slices.Clone(recs) {
+		if r.Size == "64M" {
+			r.Size, r.Params = "256M", bench.Params{"bytes": float64(256 << 20)}
+			recs = append(recs, r)
+		}
+	}
 	figs := CopyFigures(recs)
 	if len(figs) != 4 {
 		t.Fatalf("%d charts, want 4", len(figs))
+	}
+	if n := len(CopyFigures(slices.DeleteFunc(slices.Clone(recs), func(r bench.Record) bool { return r.Size == "256M" }))); n != 3 {
+		t.Errorf("with the host's %% chart down to one size: %d charts, want 3", n)
 	}
 	lines := 0
 	for _, f := range figs {
@@ -87,7 +99,7 @@ func TestCopyFigures(t *testing.T) {
 		}
 		lines += len(ss)
 		for _, s := range ss {
-			if strings.Contains(f.Title, "% of") && strings.Contains(f.Title, "host") && len(s.X) != 1 {
+			if strings.Contains(f.Title, "% of") && strings.Contains(f.Title, "host") && len(s.X) != 2 {
 				t.Errorf("%s: %s keeps its cache-served point: %v", f.Title, s.Name, s.X)
 			}
 		}
