@@ -180,10 +180,11 @@ type Record struct {
 	Intensity     float64 `json:"intensity,omitempty"` // FLOP per DRAM byte
 	PctPeakGFLOPS float64 `json:"pct_peak_gflops,omitempty"`
 	PctPeakGBps   float64 `json:"pct_peak_gbps,omitempty"`
-	// InCache is set where all the bytes a run moves fit in the device's
-	// last-level cache (engine.Info.CacheBytes): repeated runs find them
-	// there, so its byte rate is the cache's, not memory's (an effective
-	// bandwidth, whatever its share of the memory peak).
+	// InCache is set where a memory-bound run (intensity below the ridge,
+	// or no flops) moves bytes that all fit in the device's last-level
+	// cache (engine.Info.CacheBytes): repeated runs find them there, so
+	// its byte rate is the cache's, not memory's (an effective bandwidth,
+	// whatever its share of the memory peak).
 	InCache       bool    `json:"in_cache,omitempty"`
 	Baseline      string  `json:"baseline,omitempty"`
 	Speedup       float64 `json:"speedup,omitempty"`         // baseline median / this median
@@ -372,7 +373,11 @@ func fillPeaks(r *Record, c Case, dev engine.Info) {
 	if r.GBps > 0 && dev.PeakGBps > 0 {
 		r.PctPeakGBps = 100 * r.GBps / dev.PeakGBps
 	}
-	r.InCache = c.Bytes > 0 && dev.CacheBytes > 0 && c.Bytes <= float64(dev.CacheBytes)
+	// Only a memory-bound row has a memory roof for the cache to beat: a
+	// row whose intensity is past the ridge keeps its compute roof.
+	peak := dev.PeakFor(precision)
+	memoryBound := c.Flops == 0 || peak == 0 || dev.PeakGBps == 0 || c.Flops/c.Bytes < peak/dev.PeakGBps
+	r.InCache = memoryBound && c.Bytes > 0 && dev.CacheBytes > 0 && c.Bytes <= float64(dev.CacheBytes)
 }
 
 // fillSpeedups compares every record of one size with its baseline: the

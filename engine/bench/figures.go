@@ -137,7 +137,7 @@ func RooflineOf(title string, dev engine.Info, recs []Record) []*plot.Figure {
 		if !short {
 			name = fmt.Sprintf("%s %s %s", r.Suite, r.Variant, r.Size)
 		}
-		pts = append(pts, plot.RooflinePoint{Name: name, Intensity: r.Intensity, GFLOPS: r.GFLOPS})
+		pts = append(pts, plot.RooflinePoint{Name: name, Intensity: r.Intensity, GFLOPS: r.GFLOPS, Effective: r.InCache})
 	}
 	charts := max(1, (len(pts)+MaxSeries-1)/MaxSeries)
 	var figs []*plot.Figure

@@ -215,6 +215,15 @@ func TestInCache(t *testing.T) {
 	if fillPeaks(&large, Case{Bytes: 8 << 20}, engine.Info{PeakGBps: 48}); large.InCache {
 		t.Error("InCache without a known cache size")
 	}
+	// Past the ridge (100 GFLOP/s over 48 GB/s) the compute roof holds,
+	// wherever the bytes come from; below it the cache beats the memory.
+	dev.PeakGFLOPS = 100
+	var blocked, naive Record
+	fillPeaks(&blocked, Case{Bytes: 1 << 20, Flops: 1 << 24}, dev)
+	fillPeaks(&naive, Case{Bytes: 1 << 20, Flops: 1 << 18}, dev)
+	if blocked.InCache || !naive.InCache {
+		t.Errorf("InCache: past the ridge %v, below it %v", blocked.InCache, naive.InCache)
+	}
 	recs := []Record{
 		{Suite: "copy", Variant: "go_serial", Size: "1M", GBps: 41, PctPeakGBps: 86.3, InCache: true, OK: true},
 		{Suite: "copy", Variant: "go_serial", Size: "64M", GBps: 12.4, PctPeakGBps: 26.1, OK: true},

@@ -114,6 +114,10 @@ type RooflinePoint struct {
 	Name      string
 	Intensity float64
 	GFLOPS    float64
+	// Effective marks a point whose bytes a cache served, though it is
+	// below its memory roof (bench.Record.InCache): labelled "‡ effective",
+	// as a point above the roof is, not with a share of the roof.
+	Effective bool
 }
 
 // Bars draws one bar per label, e.g. the speedup of each variant against a

@@ -753,6 +753,9 @@ func TestRoofLabel(t *testing.T) {
 	if got := roofLabel("copy", 0.87); got != "copy: 87% of roof" {
 		t.Errorf("%q", got)
 	}
+	if got := roofLabel("copy", math.Inf(1)); got != "copy: ‡ effective" {
+		t.Errorf("a cache-served point (Effective) is not marked: %q", got)
+	}
 	if got := roofLabel("copy", 1.17); got != "copy: ‡ effective" {
 		t.Errorf("a point above the roof is not flagged: %q", got)
 	}

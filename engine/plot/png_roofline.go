@@ -67,6 +67,9 @@ func (f *Figure) buildRoofline(p *gplot.Plot, lay *layout) {
 		rp.names = append(rp.names, shorten(f.pointName(i), 32))
 		rp.glyphs = append(rp.glyphs, g)
 		frac := pt.GFLOPS / Attainable(f.peakGFLOPS, f.peakGBps, pt.Intensity)
+		if pt.Effective {
+			frac = math.Inf(1)
+		}
 		leg.entries = append(leg.entries, legendEntry{name: roofLabel(shorten(f.pointName(i), 32), frac), thumb: glyphThumb(g)})
 	}
 	p.Add(rp)
