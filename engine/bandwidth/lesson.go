@@ -20,12 +20,7 @@ import (
 func CopyStory(recs []bench.Record) string {
 	var b strings.Builder
 	for _, id := range devices(recs) {
-		var mine []bench.Record
-		for _, r := range recs {
-			if r.Device == id && r.Suite == "copy" && r.OK {
-				mine = append(mine, r)
-			}
-		}
+		mine := passedCopies(recs, id)
 		sizes := bench.Sizes(mine)
 		if len(sizes) == 0 {
 			continue
@@ -64,13 +59,11 @@ func CopyStory(recs []bench.Record) string {
 func GridStrideStory(recs []bench.Record) string {
 	var b strings.Builder
 	for _, id := range devices(recs) {
-		var mine []bench.Record
-		for _, r := range recs {
-			if r.Device == id && r.Suite == "copy" && r.OK {
-				mine = append(mine, r)
-			}
-		}
+		mine := passedCopies(recs, id)
 		sizes := bench.Sizes(mine)
+		if len(sizes) == 0 {
+			continue
+		}
 		var gs, f4 bench.Record
 		for _, r := range bench.OfSize(mine, sizes[len(sizes)-1]) {
 			switch r.Variant {
@@ -143,6 +136,17 @@ func baseline(recs []bench.Record) bench.Record {
 }
 
 // devices lists the devices of records in their order.
+// passedCopies is the passing records of the copy suite on device id.
+func passedCopies(recs []bench.Record, id string) []bench.Record {
+	var mine []bench.Record
+	for _, r := range recs {
+		if r.Device == id && r.Suite == "copy" && r.OK {
+			mine = append(mine, r)
+		}
+	}
+	return mine
+}
+
 func devices(recs []bench.Record) []string {
 	var ids []string
 	seen := map[string]bool{}

@@ -110,11 +110,7 @@ func bandwidthShare(bytes, ms float64, r *Run) float64 {
 // router's and the persistent experts' time per layer with the experts'
 // share of the bandwidth.
 func DecodeBeforeFindings(r *Run) (string, error) {
-	c, err := r.ModelConfig()
-	if err != nil {
-		return "", err
-	}
-	d, err := r.DecodeAt(1)
+	c, d, err := r.batchOneDecode()
 	if err != nil {
 		return "", err
 	}
@@ -362,11 +358,7 @@ func opChangeBullets(before, after *Run, names []string, ratios []float64) []str
 // experts' share of it and of the GPU's bandwidth, the next operations,
 // and the share of the bandwidth at which the whole step reads.
 func DecodeStepFindings(r *Run) (string, error) {
-	c, err := r.ModelConfig()
-	if err != nil {
-		return "", err
-	}
-	d, err := r.DecodeAt(1)
+	c, d, err := r.batchOneDecode()
 	if err != nil {
 		return "", err
 	}
@@ -663,4 +655,17 @@ func runMS(ms float64) string {
 		digits--
 	}
 	return fmt.Sprintf("%.*f %s", digits, v, unit)
+}
+
+// batchOneDecode is r's model and its batch-1 decode record.
+func (r *Run) batchOneDecode() (*Config, *DecodeRecord, error) {
+	c, err := r.ModelConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := r.DecodeAt(1)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, d, nil
 }
