@@ -221,16 +221,7 @@ func SpGEMMLadderMarkdown(recs []bench.Record) string {
 		}
 	}
 	if len(wins)+len(losses)+len(par) > 0 {
-		var clauses []string
-		if len(wins) > 0 {
-			clauses = append(clauses, "wins on "+bench.JoinAnd(wins))
-		}
-		if len(losses) > 0 {
-			clauses = append(clauses, "loses on "+bench.JoinAnd(losses))
-		}
-		if len(par) > 0 {
-			clauses = append(clauses, "is on par with it, within noise, on "+bench.JoinAnd(par))
-		}
+		clauses := phrases(phrase{"wins on ", wins}, phrase{"loses on ", losses}, phrase{"is on par with it, within noise, on ", par})
 		s := "**Against cuSPARSE,** the best step " + bench.JoinAnd(clauses)
 		if len(wins) > 0 && len(losses) > 0 && lossPerRow < winPerRow {
 			s += fmt.Sprintf(". Where it loses, the rows of C are short (at most %.0f entries on average, against at least %.0f where it wins): each row is cheap, and cuSPARSE's fixed costs are lower than the binning round trips", lossPerRow, winPerRow)
@@ -455,16 +446,7 @@ func SpMVMarkdown(recs []bench.Record) string {
 				par = append(par, Label(size))
 			}
 		}
-		var against []string
-		if len(ahead) > 0 {
-			against = append(against, "faster on "+bench.JoinAnd(ahead))
-		}
-		if len(par) > 0 {
-			against = append(against, "on par, within noise, on "+bench.JoinAnd(par))
-		}
-		if len(behind) > 0 {
-			against = append(against, "slower on "+bench.JoinAnd(behind))
-		}
+		against := phrases(phrase{"faster on ", ahead}, phrase{"on par, within noise, on ", par}, phrase{"slower on ", behind})
 		text := fmt.Sprintf("**Stream (03)** gives every block the same amount of data and many independent loads per thread: %s.", bench.JoinAnd(s))
 		if len(against) > 0 {
 			text += " Against cuSPARSE's better algorithm on each matrix, it is " + bench.JoinAnd(against) + "."
@@ -622,4 +604,22 @@ func DeviceChangeMarkdown(first, second []bench.Record) string {
 		fmt.Fprintf(&out, "\nThe baseline, %s, changed the least, so every other variant's speedup over it is lower on the %s.\n", baseline, devB)
 	}
 	return out.String()
+}
+
+// phrase is a lead ("faster on ") and the items it names.
+type phrase struct {
+	lead  string
+	items []string
+}
+
+// phrases is each phrase with items as its lead and the items joined,
+// "faster on a and b", in order; phrases without items are left out.
+func phrases(ps ...phrase) []string {
+	var out []string
+	for _, p := range ps {
+		if len(p.items) > 0 {
+			out = append(out, p.lead+bench.JoinAnd(p.items))
+		}
+	}
+	return out
 }
