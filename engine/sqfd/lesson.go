@@ -2,7 +2,9 @@ package sqfd
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -365,6 +367,33 @@ func CPURatioMarkdown(recs []bench.Record, format func(time.Duration) string) (s
 		"(%.0f× faster) and step 05 %s (%.0f×).", m.size(), m.took(CPUAssignment, format), m.took(CPUScores, format), m.by[AssignShared].DeviceName,
 		m.took(AssignShared, format), m.ratio(CPUAssignment, AssignShared), m.took(ScoresShared, format), m.ratio(CPUScores, ScoresShared))
 	return s + " " + referenceThreads(m.by[CPUAssignment]), nil
+}
+
+// gomaxprocs finds GOMAXPROCS=N among a command's environment settings.
+var gomaxprocs = regexp.MustCompile(`(?:^|\s)GOMAXPROCS=(\d+)\s`)
+
+// ThreadsFromCommand is recs with the threads of the CPU records that do
+// not note them taken from the command that made them, where it set
+// GOMAXPROCS: a recorded run's command is part of its caption.
+func ThreadsFromCommand(recs []bench.Record, command string) []bench.Record {
+	m := gomaxprocs.FindStringSubmatch(command)
+	if m == nil {
+		return recs
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n < 1 {
+		return recs
+	}
+	out := slices.Clone(recs)
+	for i, r := range out {
+		if _, ok := r.Params.Number("threads"); ok || r.Device != "cpu" {
+			continue
+		}
+		params := bench.Params{"threads": n}
+		maps.Copy(params, r.Params)
+		out[i].Params = params
+	}
+	return out
 }
 
 // referenceThreads says what the CPU record r ran on: its threads and the

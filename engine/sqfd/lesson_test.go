@@ -108,6 +108,18 @@ func TestRecordedSections(t *testing.T) {
 	contains(t, "CPU ratio", md, "With N = 3000 signatures of 10–40 centroids and K = 20, the Go reference took 460 ms for an assignment pass and 8.80 s for a score pass",
 		"on one NVIDIA H200, step 02 took 140 µs (3280× faster) and step 05 829 µs (10610×).",
 		"The record does not note how many threads the Go reference ran on, so these ratios are against the reference as it ran, not against all of its host's cores")
+	// A recorded run's command that set GOMAXPROCS tells the threads the records lack.
+	md, err = sqfd.CPURatioMarkdown(sqfd.ThreadsFromCommand(cpu, sqfd.RecordedCPURatio), nb.Duration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "CPU ratio, threads from the command", md, "The Go reference ran on 2 threads (GOMAXPROCS); the record does not note how many CPUs its host had.")
+	if _, ok := cpu[0].Params.Number("threads"); ok {
+		t.Error("ThreadsFromCommand changed the records it was given")
+	}
+	if got := sqfd.ThreadsFromCommand(cpu, "lab bench kmedoids --device cuda:0"); &got[0] != &cpu[0] {
+		t.Error("a command without GOMAXPROCS changed the records")
+	}
 	// Where the CPU records note their threads and the host's CPUs, the text says them.
 	for _, tc := range []struct {
 		params bench.Params

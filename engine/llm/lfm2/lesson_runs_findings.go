@@ -527,6 +527,19 @@ func PeersMarkdown(one, pipe *Run, hf *HFPeer, acc *HFComparison) (string, error
 	return b.String(), nil
 }
 
+// decodeWorkSentence says how the batch-1 step changed from before (b1)
+// to one (a1): on one GPU model, the decode work's doing; on two, with the
+// ratio of their DRAM bandwidths, which accounts for part of it.
+func decodeWorkSentence(before, one *Run, b1, a1 *DecodeRecord) string {
+	from, to := runMS(b1.MS/float64(b1.Steps)), runMS(a1.MS/float64(a1.Steps))
+	if sameGPU(before, one) {
+		return fmt.Sprintf("The decode work took the batch-1 step from %s (%s) to %s (%s).", from, before.Tag(), to, one.Tag())
+	}
+	return fmt.Sprintf("A batch-1 step took %s before the decode work (%s) and %s after it (%s), on another GPU model, whose DRAM bandwidth is %s the first's: "+
+		"that ratio accounts for part of the change, and the decode section compares on one GPU model where a run on it exists.",
+		from, before.Tag(), to, one.Tag(), runX(bandwidthRatio(before, one)))
+}
+
 // SummaryFindings says what the recorded runs show, one bullet per part:
 // the prefill (one) against HF, the decode work (before, one) against HF,
 // the MoE paths as a choice by size, the pipelines, and bf16 against fp32
@@ -550,8 +563,7 @@ func SummaryFindings(one, before *Run, pipes []*Run, hf *HFPeer, acc *HFComparis
 	}
 	bullets := []string{
 		fmt.Sprintf("**Prefill:** %s On one %s, %s", versus, one.shortGPU(), share),
-		fmt.Sprintf("**Decode:** %s The decode work took the batch-1 step from %s (%s) to %s (%s).",
-			decodeVersusHF(one, a1, hf), runMS(b1.MS/float64(b1.Steps)), before.Tag(), runMS(a1.MS/float64(a1.Steps)), one.Tag()),
+		fmt.Sprintf("**Decode:** %s %s", decodeVersusHF(one, a1, hf), decodeWorkSentence(before, one, b1, a1)),
 	}
 	if moe, err := MoEFindings(one); err == nil {
 		bullets = append(bullets, "**The MoE path is a choice by size:**\n"+indent(moe))

@@ -621,3 +621,28 @@ func TestLesson(t *testing.T) {
 		t.Errorf("a measured lesson with no live runs kept: want an error")
 	}
 }
+
+// TestDecodeWorkSentence: on one GPU model the change is the decode work's;
+// across two, the sentence gives their bandwidth ratio and does not credit
+// the work with all of it.
+func TestDecodeWorkSentence(t *testing.T) {
+	before, err := ReadRecorded(results, RecordedBeforeDecodeWork)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := ReadRecorded(results, RecordedH200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, err1 := before.DecodeAt(1)
+	a1, err2 := after.DecodeAt(1)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if got := decodeWorkSentence(before, after, b1, a1); !strings.Contains(got, "on another GPU model, whose DRAM bandwidth is 1.43×") || strings.Contains(got, "The decode work took") {
+		t.Errorf("across GPUs: %s", got)
+	}
+	if got := decodeWorkSentence(before, before, b1, b1); !strings.HasPrefix(got, "The decode work took the batch-1 step from 4.28 ms") {
+		t.Errorf("one GPU model: %s", got)
+	}
+}
