@@ -19,12 +19,8 @@ import (
 // the baseline moved at the smallest size.
 func CopyStory(recs []bench.Record) string {
 	var b strings.Builder
-	for _, id := range devices(recs) {
-		mine := passedCopies(recs, id)
-		sizes := bench.Sizes(mine)
-		if len(sizes) == 0 {
-			continue
-		}
+	for _, run := range copyRuns(recs) {
+		id, mine, sizes := run.id, run.recs, run.sizes
 		small, large := bench.OfSize(mine, sizes[0]), bench.OfSize(mine, sizes[len(sizes)-1])
 		base := baseline(large)
 		if base.Variant == "" {
@@ -58,12 +54,8 @@ func CopyStory(recs []bench.Record) string {
 // about one looping wave of blocks against a launch covering the array.
 func GridStrideStory(recs []bench.Record) string {
 	var b strings.Builder
-	for _, id := range devices(recs) {
-		mine := passedCopies(recs, id)
-		sizes := bench.Sizes(mine)
-		if len(sizes) == 0 {
-			continue
-		}
+	for _, run := range copyRuns(recs) {
+		id, mine, sizes := run.id, run.recs, run.sizes
 		var gs, f4 bench.Record
 		for _, r := range bench.OfSize(mine, sizes[len(sizes)-1]) {
 			switch r.Variant {
@@ -136,15 +128,29 @@ func baseline(recs []bench.Record) bench.Record {
 }
 
 // devices lists the devices of records in their order.
-// passedCopies is the passing records of the copy suite on device id.
-func passedCopies(recs []bench.Record, id string) []bench.Record {
-	var mine []bench.Record
-	for _, r := range recs {
-		if r.Device == id && r.Suite == "copy" && r.OK {
-			mine = append(mine, r)
+// copyRun is one device's passing records of the copy suite, and their
+// sizes in the order measured.
+type copyRun struct {
+	id    string
+	recs  []bench.Record
+	sizes []string
+}
+
+// copyRuns is the copy runs of the devices of recs that have any.
+func copyRuns(recs []bench.Record) []copyRun {
+	var runs []copyRun
+	for _, id := range devices(recs) {
+		var mine []bench.Record
+		for _, r := range recs {
+			if r.Device == id && r.Suite == "copy" && r.OK {
+				mine = append(mine, r)
+			}
+		}
+		if sizes := bench.Sizes(mine); len(sizes) > 0 {
+			runs = append(runs, copyRun{id, mine, sizes})
 		}
 	}
-	return mine
+	return runs
 }
 
 func devices(recs []bench.Record) []string {
