@@ -23,6 +23,9 @@
 #                     (a process costs seconds to start under the sanitizer; most tests take less)
 #   SANITIZE_JOBS     processes at once (default: the CPU count)
 #   SANITIZE_TIMEOUT  seconds one process may run (default: no limit); one killed reads TIMEOUT
+#   SANITIZE_DEADLINE seconds the whole pass may run (default: no limit): a process still running
+#                     then is killed (TIMEOUT), one not yet started reads NOT-RUN, and the summary
+#                     still comes out, so that a pass under a hard wall-clock limit reports what ran
 #   SANITIZE_EXCLUDE  compute-sanitizer filters of kernels not to check (default: kns=cusparse:
 #                     NVIDIA's cuSPARSE kernels, the peer the sparse lessons time against; racecheck
 #                     reports hazards inside its csrmv kernels, which are not ours to fix)
@@ -76,6 +79,11 @@ if [[ "${1:-}" == --sanitize ]]; then
   each="${SANITIZE_EACH:-^$}"
   jobs="${SANITIZE_JOBS:-$(nproc)}"
   limit="${SANITIZE_TIMEOUT:-0}"
+  deadline="${SANITIZE_DEADLINE:-0}"
+  for knob in limit deadline; do
+    [[ "${!knob}" =~ ^[0-9]+$ ]] || { echo "run.sh --sanitize: SANITIZE_${knob^^}=${!knob}: want whole seconds" >&2; exit 2; }
+  done
+  ((deadline > 0)) && deadline=$((SECONDS + deadline))
   logs="${OUT:-$BIN}/sanitize"
   mkdir -p "$logs" "$BIN/units"
   # Units of work: "tool binary dir test" (test "." for all of the binary's tests at once).
@@ -104,7 +112,7 @@ if [[ "${1:-}" == --sanitize ]]; then
   done 3<"$BUNDLE/MANIFEST"
   # sanitize_unit I ARGS...: runs unit I; writes "errors state seconds" to units/I and its log.
   sanitize_unit() {
-    local i=$1 tool name rel t log t0 rc errors state run opts
+    local i=$1 tool name rel t log t0 rc errors state run opts limit=$limit
     read -r tool name rel t <<<"${units[$i]}"
     shift
     log="$logs/$name.$tool.log"
@@ -114,6 +122,15 @@ if [[ "${1:-}" == --sanitize ]]; then
     [[ "$tool" == memcheck ]] && opts+=(--leak-check full)
     for x in "${excludes[@]}"; do opts+=(--kernel-name-exclude "$x"); done
     t0=$(now)
+    if ((deadline > 0)); then
+      # What is left of the pass's deadline, if that is sooner than the unit's own limit.
+      local left=$((deadline - SECONDS))
+      if ((left <= 0)); then
+        echo "0 NOT-RUN 0s $log" >"$BIN/units/$i"
+        return
+      fi
+      ((limit == 0 || left < limit)) && limit=$left
+    fi
     (cd "$BUNDLE/src/$rel" && timeout -k 10 "$limit" "$sanitizer" "${opts[@]}" "$BIN/tests/$name.test" -test.v -test.count=1 \
       -test.timeout 0 -test.run "$run" -test.skip "${SANITIZE_SKIP:-DiagnosisOnGPU|APIError}" "$@") </dev/null >"$log" 2>&1
     rc=$?
@@ -149,6 +166,7 @@ if [[ "${1:-}" == --sanitize ]]; then
   done >"$logs/units.txt"
   # A line per binary and tool: errors summed over its units, the worst state, the slowest unit's
   # time (units run side by side); then each failing unit's test and first report lines.
+  severity() { case "$1" in ERRORS) echo 4 ;; FAIL) echo 3 ;; TIMEOUT) echo 2 ;; NOT-RUN) echo 1 ;; *) echo 0 ;; esac }
   dirty=0
   for tool in "${tools[@]}"; do
     while read -r name rel <&3; do
@@ -163,13 +181,17 @@ if [[ "${1:-}" == --sanitize ]]; then
         case "$ustate" in
           ok) [[ "$state" == no-cuda ]] && state=ok ;;
           no-cuda) ;;
-          *) state="$ustate" bad+=("$log") ;;
+          *)
+            # The worst state names the line: ERRORS, then FAIL, TIMEOUT, NOT-RUN.
+            (($(severity "$ustate") > $(severity "$state"))) && state="$ustate"
+            [[ "$ustate" == NOT-RUN ]] || bad+=("$log")
+            ;;
         esac
       done
       printf '%-8s %-10s %-40s %6d errors %7ss\n' "$state" "$tool" "$name" "$sum" "$slowest"
       [[ "$state" == ok || "$state" == no-cuda ]] && continue
       dirty=1
-      for log in "${bad[@]}"; do
+      for log in "${bad[@]+"${bad[@]}"}"; do
         # The test running when the first report came: the last "=== RUN" line before it.
         awk -v f="$log" '/^=== RUN/ { t = $3 } /^========= [A-Z]/ && !/COMPUTE-SANITIZER|ERROR SUMMARY/ && !shown {
           printf "    %s, in %s:\n", f, (t == "" ? "its tests" : t); shown = 1 }
