@@ -14,6 +14,7 @@
 #   .gpu/src/kernels/      a copy of kernels/, for tests that read kernel sources from disk
 #   .gpu/src/datasets/     the shipped data files (Matrix Market fixtures...), for tests that read them
 #   .gpu/src/docs/results/ the recorded runs, for tests that read them (bench records, lessons)
+#   .gpu/src/docs/*.md     the write-ups, for the tests that hold them to the recorded runs
 #   .gpu/src/notebooks/    the lessons and exercises (no outputs), for tests that read them
 #
 # Everything is built with CGO_ENABLED=0 GOOS=linux GOARCH=amd64 (the GPU libraries are loaded at
@@ -85,6 +86,8 @@ for dir in kernels docs/results notebooks; do
     cp -r "$dir/." "$BUNDLE/src/$dir/"
   fi
 done
+# The write-ups, which lesson tests hold to the recorded runs (docs/kmeans.md lists each one).
+cp docs/*.md "$BUNDLE/src/docs/"
 
 if [[ -n "$(go list -e -f '{{.GoFiles}}' ./lab 2>/dev/null | tr -d '[]')" ]]; then
   printf '  %-40s ' "lab"

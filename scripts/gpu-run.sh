@@ -26,9 +26,14 @@
 #   SANITIZE_DEADLINE seconds the whole pass may run (default: no limit): a process still running
 #                     then is killed (TIMEOUT), one not yet started reads NOT-RUN, and the summary
 #                     still comes out, so that a pass under a hard wall-clock limit reports what ran
-#   SANITIZE_EXCLUDE  compute-sanitizer filters of kernels not to check (default: kns=cusparse:
-#                     NVIDIA's cuSPARSE kernels, the peer the sparse lessons time against; racecheck
-#                     reports hazards inside its csrmv kernels, which are not ours to fix)
+#   SANITIZE_EXCLUDE  compute-sanitizer filters of kernels not to check, each TOOL:FILTER (that tool
+#                     only) or FILTER (every tool). By default NVIDIA's libraries, the peers, are not
+#                     checked where a tool reports inside them: racecheck and initcheck skip cuSPARSE
+#                     (kns=cusparse: racecheck reports hazards inside its csrmv kernels), initcheck
+#                     skips cuBLASLt (kns=cublasLt: its split-K reduction's reads of its own
+#                     workspace). memcheck and synccheck check them too.
+# Each process has GPULAB_SANITIZE set to its tool: the slowest GPU tests then run smaller problems,
+# and the exercises time small ones (cuda.Sanitized).
 # A failing line is followed by the test in which the first report came and its first lines.
 # It exits non-zero if any tool counted an error or a test failed. With $OUT set, each run's report
 # goes to $OUT/sanitize/<binary>.<tool>[.<test>].log, and a line per process to units.txt there.
@@ -75,7 +80,7 @@ if [[ "${1:-}" == --sanitize ]]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   [[ -x "$sanitizer" ]] || { echo "run.sh --sanitize: no compute-sanitizer on PATH or in /usr/local/cuda/bin" >&2; exit 1; }
   read -r -a tools <<<"${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}"
-  read -r -a excludes <<<"${SANITIZE_EXCLUDE-kns=cusparse}"
+  read -r -a excludes <<<"${SANITIZE_EXCLUDE-racecheck:kns=cusparse initcheck:kns=cusparse initcheck:kns=cublasLt}"
   each="${SANITIZE_EACH:-^$}"
   jobs="${SANITIZE_JOBS:-$(nproc)}"
   limit="${SANITIZE_TIMEOUT:-0}"
@@ -120,7 +125,13 @@ if [[ "${1:-}" == --sanitize ]]; then
     if [[ "$t" != . ]]; then log="$logs/$name.$tool.$(printf '%s' "$t" | tr -c 'A-Za-z0-9_\n' '_' | cut -c1-80).log" run="^$t\$"; fi
     opts=(--tool "$tool" --print-limit 100)
     [[ "$tool" == memcheck ]] && opts+=(--leak-check full)
-    for x in "${excludes[@]}"; do opts+=(--kernel-name-exclude "$x"); done
+    for x in "${excludes[@]+"${excludes[@]}"}"; do
+      case "$x" in
+        "$tool":*) opts+=(--kernel-name-exclude "${x#*:}") ;;
+        *:*=*) ;; # another tool's
+        *) opts+=(--kernel-name-exclude "$x") ;;
+      esac
+    done
     t0=$(now)
     if ((deadline > 0)); then
       # What is left of the pass's deadline, if that is sooner than the unit's own limit.
@@ -131,7 +142,7 @@ if [[ "${1:-}" == --sanitize ]]; then
       fi
       ((limit == 0 || left < limit)) && limit=$left
     fi
-    (cd "$BUNDLE/src/$rel" && timeout -k 10 "$limit" "$sanitizer" "${opts[@]}" "$BIN/tests/$name.test" -test.v -test.count=1 \
+    (cd "$BUNDLE/src/$rel" && GPULAB_SANITIZE="$tool" timeout -k 10 "$limit" "$sanitizer" "${opts[@]}" "$BIN/tests/$name.test" -test.v -test.count=1 \
       -test.timeout 0 -test.run "$run" -test.skip "${SANITIZE_SKIP:-DiagnosisOnGPU|APIError}" "$@") </dev/null >"$log" 2>&1
     rc=$?
     # "ERROR SUMMARY: N errors" per process; not its "N errors were not printed" past the print limit.

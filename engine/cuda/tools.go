@@ -40,3 +40,14 @@ func Tool(name string) (string, error) {
 	}
 	return "", fmt.Errorf("%s is not on PATH, nor in %s", name, strings.Join(dirs, ", "))
 }
+
+// SanitizeEnv is the variable that says this process runs under
+// compute-sanitizer, set to the tool's name (memcheck, racecheck...), as
+// `.gpu/run.sh --sanitize` sets it.
+const SanitizeEnv = "GPULAB_SANITIZE"
+
+// Sanitized reports whether SanitizeEnv is set. The sanitizer's tools slow
+// kernels down tens to thousands of times (racecheck most, in kernels that
+// use shared memory), so the GPU tests then check smaller problems and the
+// exercises time small ones.
+func Sanitized() bool { return os.Getenv(SanitizeEnv) != "" }

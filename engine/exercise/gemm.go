@@ -142,8 +142,11 @@ func cudaGEMMFlavor(step string, t tiles, todo string, neighbours []string) Flav
 		devices:  cudaDevices,
 		shape:    gemmShape(launch, t),
 		check: func(s *session) Result {
-			timing := gemmDraws([]gemm.Shape{{M: 2048, N: 2048, K: 2048}}, launch, t)[0]
-			return s.judge(gemmDraws(gemmShapes, launch, t), timing, "step "+step, gemmLadder(neighbours, func(step string, p gemmProblem) ([]float32, time.Duration, error) {
+			timing := gemm.Shape{M: 2048, N: 2048, K: 2048}
+			if s.smallTiming() {
+				timing = gemm.Shape{M: 256, N: 256, K: 256}
+			}
+			return s.judge(gemmDraws(gemmShapes, launch, t), gemmDraws([]gemm.Shape{timing}, launch, t)[0], "step "+step, gemmLadder(neighbours, func(step string, p gemmProblem) ([]float32, time.Duration, error) {
 				return gemm.CUDAGEMM(s.dev.CUDA, step, "", p.s, p.a, p.b)
 			}))
 		},
@@ -172,7 +175,7 @@ func openCLGEMMFlavor(step string, defines map[string]int, t tiles, todo string,
 		shape:    gemmShape(launch, t),
 		check: func(s *session) Result {
 			timing := gemm.Shape{M: 2048, N: 2048, K: 2048}
-			if isPoCL(s.info) {
+			if s.smallTiming() {
 				timing = gemm.Shape{M: 256, N: 256, K: 256}
 			}
 			return s.judge(gemmDraws(gemmShapes, launch, t), gemmDraws([]gemm.Shape{timing}, launch, t)[0], "step "+step,

@@ -24,7 +24,7 @@ func init() {
 			LangOpenCL: "// TODO: work-item i = get_global_id(0) walks the k centers, sums the",
 		}, func(s *session, lang string) Result {
 			timing := [3]int{1 << 17, 128, 32}
-			if isPoCL(s.info) {
+			if s.smallTiming() {
 				timing = [3]int{8192, 64, 16}
 			}
 			return s.judge(assignDraws(lang, assignShapes...), assignDraws(lang, timing)[0], "step "+assignStep, assignCPU)

@@ -37,7 +37,7 @@ func init() {
 			LangOpenCL: "// TODO: group row = get_group_id(0) normalizes x[row*width ...]. Each",
 		}, func(s *session, lang string) Result {
 			timing := [2]int{8192, 2048}
-			if isPoCL(s.info) {
+			if s.smallTiming() {
 				timing = [2]int{256, 2048}
 			}
 			return s.judge(rmsnormDraws(lang, rmsnormShapes...), rmsnormDraws(lang, timing)[0], "reference solution", s.rmsnormLadder)
@@ -52,7 +52,7 @@ func init() {
 			LangOpenCL: "// TODO: work-item t = get_global_id(0) picks its k experts one round at a",
 		}, func(s *session, lang string) Result {
 			timing := routerShape{tokens: 1 << 18, experts: 32, k: 4, normTopK: true, scaling: 1, bias: true}
-			if isPoCL(s.info) {
+			if s.smallTiming() {
 				timing.tokens = 1 << 15
 			}
 			return s.judge(routerDraws(lang, routerShapes...), routerDraws(lang, timing)[0], "reference solution", routerCPU)

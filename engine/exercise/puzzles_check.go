@@ -28,7 +28,7 @@ type puzzle struct {
 	todo            map[string]string // the skeletons' TODO lines, by language
 	dims            []string          // the shape's names: {"n"}, {"rows", "cols"}
 	shapes          []pshape          // the check's: multiples of no block, 1, empty where that means something
-	timing          [2]pshape         // the timing size on a GPU, and on PoCL
+	timing          [2]pshape         // the timing size on a GPU, and small (smallTiming)
 	least           pshape            // the least size of each dimension (1 where nothing can launch on 0)
 	defines         []string          // -D options besides STORE
 	launch          func(s pshape) geometry
@@ -263,7 +263,7 @@ func (pz *puzzle) check(s *session, lang string) Result {
 		shapes = append(shapes, pz.draw(lang, sh, true))
 	}
 	timing := pz.timing[0]
-	if isPoCL(s.info) {
+	if s.smallTiming() {
 		timing = pz.timing[1]
 	}
 	return s.judge(shapes, pz.draw(lang, timing, false), "reference solution", s.contrastLadder(pz, lang))

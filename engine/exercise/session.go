@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"gpulab/engine"
+	"gpulab/engine/cuda"
 	"gpulab/engine/exercise/wire"
 )
 
@@ -149,6 +150,11 @@ func (s *session) judge(shapes []draw, timing draw, refName string, ladder func(
 	slices.SortStableFunc(r.Ladder, func(a, b Rung) int { return strings.Compare(a.Name, b.Name) }) // steps in ladder order
 	return r
 }
+
+// smallTiming reports whether the session times small problems: on PoCL,
+// which runs kernels on this machine's CPU, and under compute-sanitizer
+// (cuda.Sanitized), whose checks slow kernels down a hundredfold and more.
+func (s *session) smallTiming() bool { return isPoCL(s.info) || cuda.Sanitized() }
 
 // drawBatch draws timedBatch problems from timing, in parallel, each with
 // a generator seeded from s.rng; without s.fresh, one problem timedBatch

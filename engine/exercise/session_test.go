@@ -1,6 +1,8 @@
 package exercise
 
 import (
+	"gpulab/engine"
+	"gpulab/engine/cuda"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -34,5 +36,20 @@ func TestSample(t *testing.T) {
 	b := sample(rand.New(rand.NewPCG(7, 7)), 1<<23, 16)
 	if !slices.Equal(a, b) || a[15] >= 1<<23 {
 		t.Errorf("the same seed: %v and %v", a, b)
+	}
+}
+
+// TestSmallTiming: small timing problems on PoCL and under compute-sanitizer
+// only.
+func TestSmallTiming(t *testing.T) {
+	for _, tc := range []struct {
+		platform, sanitizer string
+		want                bool
+	}{{"NVIDIA CUDA", "", false}, {"Portable Computing Language", "", true}, {"NVIDIA CUDA", "racecheck", true}} {
+		t.Setenv(cuda.SanitizeEnv, tc.sanitizer)
+		s := &session{info: engine.Info{Platform: tc.platform}}
+		if got := s.smallTiming(); got != tc.want {
+			t.Errorf("%s, %s=%q: smallTiming %v, want %v", tc.platform, cuda.SanitizeEnv, tc.sanitizer, got, tc.want)
+		}
 	}
 }

@@ -29,7 +29,7 @@ func init() {
 			LangOpenCL: "// TODO: work-item i = get_global_id(0) walks the k medoids m = medoids[c].",
 		}, func(s *session, lang string) Result {
 			timing := sqfdShape{1 << 14, 32, 10, 40, 7}
-			if isPoCL(s.info) {
+			if s.smallTiming() {
 				timing = sqfdShape{2000, 16, 10, 40, 7}
 			}
 			return s.judge(sqfdDraws(lang, sqfdShapes...), sqfdDraws(lang, timing)[0], "reference solution", s.sqfdLadder)

@@ -100,7 +100,7 @@ func wgDraw(n, local int, hint bool) draw {
 func checkWGSize(s *session) Result {
 	var r Result
 	n, timingN := 1<<16+3, 1<<20+3 // multiples of no local size
-	if isPoCL(s.info) {
+	if s.smallTiming() {
 		n, timingN = 1<<13+3, 1<<15+3
 	}
 	var sweep []draw

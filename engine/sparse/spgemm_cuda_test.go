@@ -28,7 +28,10 @@ func gpuCases(t *testing.T) []struct {
 		a, b *CSR
 	}
 	var out []pair
-	for _, spec := range []string{"uniform:n=1000,k=7", "banded:n=777,w=5", "poisson:k=33", "rmat:scale=11,ef=8", "uniform:n=40000,k=70"} {
+	// Under compute-sanitizer the long-row matrix has a tenth of the rows:
+	// its rows are as long.
+	long := fmt.Sprintf("uniform:n=%d,k=70", cudatest.Size(40000, 4000))
+	for _, spec := range []string{"uniform:n=1000,k=7", "banded:n=777,w=5", "poisson:k=33", "rmat:scale=11,ef=8", long} {
 		m := gen(spec)
 		out = append(out, pair{spec + " squared", m, m})
 	}
@@ -50,7 +53,9 @@ func gpuCases(t *testing.T) []struct {
 }
 
 // TestGPUSpGEMM checks every step of the ladder, and cuSPARSE, against CPU
-// Gustavson: identical structure, values within float32 rounding.
+// Gustavson: identical structure, values within float32 rounding. Under
+// compute-sanitizer cuSPARSE is left out: it is the peer, not our code, and
+// under initcheck its SpGEMM fails with an internal error.
 func TestGPUSpGEMM(t *testing.T) {
 	ctx := cudatest.Context(t)
 	g := NewGPUSpGEMM(ctx)
@@ -95,8 +100,10 @@ func TestGPUSpGEMM(t *testing.T) {
 				t.Logf("%s, %s: %v, peak %d bytes, %d phases", tc.name, step, stats.Total, stats.PeakBytes, len(stats.Phases))
 			}
 		}
-		c, _, err := g.CuSPARSE(sp, da, db)
-		check("cusparse", c, err)
+		if !cuda.Sanitized() {
+			c, _, err := g.CuSPARSE(sp, da, db)
+			check("cusparse", c, err)
+		}
 		da.Free()
 		db.Free()
 	}

@@ -142,7 +142,7 @@ func TestGPUDistances(t *testing.T) {
 func TestGPUAssign(t *testing.T) {
 	ctx := cudatest.Context(t)
 	for _, kern := range testKernels {
-		m := testMetric(t, 1001, 40, kern)
+		m := testMetric(t, cudatest.Size(1001, 301), 40, kern)
 		n := m.Len()
 		for _, variant := range []string{Naive, Shared} {
 			g := newGPU(t, []*cuda.Context{ctx}, m, GPUOptions{Assign: variant})
@@ -168,7 +168,7 @@ func TestGPUAssign(t *testing.T) {
 // clusterList and offsets exactly, the signatures in cluster order, tiles of
 // at most 512 centroids, and work prefix sums that add up to Σ C².
 func TestGPUClusters(t *testing.T) {
-	m := testMetric(t, 3000, 40, Kernel{Gaussian, 0.5})
+	m := testMetric(t, cudatest.Size(3000, 600), 40, Kernel{Gaussian, 0.5})
 	n, k := m.Len(), 9
 	g := newGPU(t, twoContexts(t), m, GPUOptions{})
 	labels := make([]int32, n)
@@ -250,11 +250,12 @@ func TestGPUClusters(t *testing.T) {
 
 // TestGPUUpdate: both score variants, with every cluster big, every cluster
 // small and a mix, against the CPU's update from the same labels; the raw
-// scores too.
+// scores too. Under compute-sanitizer, on 301 signatures, not 1001.
 func TestGPUUpdate(t *testing.T) {
 	ctx := cudatest.Context(t)
+	mix := int64(cudatest.Size(2000, 600)) // BigCluster mix²: some clusters big, some small
 	for _, kern := range testKernels {
-		m := testMetric(t, 1001, 40, kern)
+		m := testMetric(t, cudatest.Size(1001, 301), 40, kern)
 		n := m.Len()
 		for _, k := range []int{1, 7} {
 			medoids, err := kmedoids.InitialMedoids(kmedoids.CPU(m), kmedoids.Config{K: k, Seed: 3})
@@ -270,7 +271,7 @@ func TestGPUUpdate(t *testing.T) {
 			for _, tc := range []struct {
 				variant string
 				big     int64
-			}{{Naive, 0}, {Shared, 0}, {Shared, 1}, {Shared, math.MaxInt64}, {Shared, 2000 * 2000}} {
+			}{{Naive, 0}, {Shared, 0}, {Shared, 1}, {Shared, math.MaxInt64}, {Shared, mix * mix}} {
 				name := fmt.Sprintf("%v K=%d %s big=%d", kern, k, tc.variant, tc.big)
 				g := newGPU(t, []*cuda.Context{ctx}, m, GPUOptions{Scores: tc.variant, BigCluster: tc.big})
 				got, evals, err := g.Update(labels, medoids)
@@ -309,7 +310,7 @@ func TestGPUUpdate(t *testing.T) {
 func TestGPUFit(t *testing.T) {
 	ctx := cudatest.Context(t)
 	for _, kern := range testKernels {
-		m := testMetric(t, 600, 20, kern)
+		m := testMetric(t, cudatest.Size(600, 200), 20, kern)
 		init, err := kmedoids.InitialMedoids(kmedoids.CPU(m), kmedoids.Config{K: 8, Seed: 5})
 		if err != nil {
 			t.Fatal(err)
@@ -372,13 +373,15 @@ func lockstep(t *testing.T, name string, g *KMedoidsGPU, m *Metric, medoids []in
 
 // TestGPUShards: two shards (two GPUs, or two on one) give exactly the
 // single-GPU run: medoids, labels and every cost; for both pairs of
-// variants and both kernels.
+// variants and both kernels. Under compute-sanitizer, 400 signatures for 3
+// iterations, not 1500 for 6.
 func TestGPUShards(t *testing.T) {
 	ctxs := twoContexts(t)
+	n := cudatest.Size(1500, 400)
 	for _, kern := range testKernels {
-		m := testMetric(t, 1500, 40, kern)
-		for _, opt := range []GPUOptions{{}, {Assign: Naive, Scores: Naive}, {BigCluster: 1500 * 1500}} {
-			cfg := kmedoids.Config{K: 6, Seed: 9, MaxIters: 6}
+		m := testMetric(t, n, 40, kern)
+		for _, opt := range []GPUOptions{{}, {Assign: Naive, Scores: Naive}, {BigCluster: int64(n) * int64(n)}} {
+			cfg := kmedoids.Config{K: 6, Seed: 9, MaxIters: cudatest.Size(6, 3)}
 			one, err := newGPU(t, ctxs[:1], m, opt).Fit(cfg)
 			if err != nil {
 				t.Fatal(err)

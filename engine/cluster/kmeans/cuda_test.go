@@ -48,22 +48,24 @@ func agree(t *testing.T, name string, x *Matrix, g *GPU, init []float32, got, wa
 
 // TestGPUVariants runs every variant, resident and streamed in uneven
 // batches, on shapes that are multiples of nothing: N = 3001, D = 100 (float4
-// loads) and 37 (scalar loads), K = 7 and 40 (two GEMM center tiles).
+// loads) and 37 (scalar loads), K = 7 and 40 (two GEMM center tiles). Under
+// compute-sanitizer, a tenth of the points in batches of 97, for 2 iterations.
 func TestGPUVariants(t *testing.T) {
 	ctx := cudatest.Context(t)
-	for _, shape := range []struct{ n, d, k int }{{3001, 100, 7}, {3001, 37, 40}, {700, 1536, 25}} {
+	n, batch, iters := cudatest.Size(3001, 301), cudatest.Size(777, 97), cudatest.Size(5, 2)
+	for _, shape := range []struct{ n, d, k int }{{n, 100, 7}, {n, 37, 40}, {cudatest.Size(700, 170), 1536, 25}} {
 		x, _ := blobs(t, shape.n, shape.d, shape.k, 11)
 		init, err := initialCenters(x, Config{K: shape.k, Seed: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := Config{K: shape.k, MaxIters: 5, Centers: init}
+		cfg := Config{K: shape.k, MaxIters: iters, Centers: init}
 		want, err := Fit(x, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, v := range Variants {
-			for _, batch := range []int{0, 777} {
+			for _, batch := range []int{0, batch} {
 				name := fmt.Sprintf("%d×%d K=%d %s batch %d", shape.n, shape.d, shape.k, v, batch)
 				g, err := NewGPU(ctx, x, shape.k, GPUOptions{Variant: v, Batch: batch})
 				if err != nil {

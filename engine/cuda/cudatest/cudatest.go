@@ -22,3 +22,13 @@ func Context(t testing.TB) *cuda.Context {
 	}
 	return ctx
 }
+
+// Size returns full, or small when the tests run under compute-sanitizer
+// (cuda.Sanitized): the same kernels and code paths, on a problem that is
+// still a multiple of no tile.
+func Size(full, small int) int {
+	if cuda.Sanitized() {
+		return small
+	}
+	return full
+}
