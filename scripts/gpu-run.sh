@@ -6,6 +6,8 @@
 #   .gpu/run.sh -test.run GEMM -test.bench . extra arguments go to every binary
 #   ONLY=engine-cuda .gpu/run.sh             only binaries whose name matches the regexp
 #   JOBS=6 .gpu/run.sh                       six binaries at once (the slowest first: LONG_FIRST)
+#   DEADLINE=540 .gpu/run.sh                 stop at 540 s: binaries still running are killed (KILLED,
+#                                            with the tests they were in), those not started read NOT-RUN
 #   .gpu/run.sh --unpack-only [DIR]          just unpack lab, bwrap and tests/*.test into DIR (default .gpu)
 #   .gpu/run.sh --sanitize [ARGS...]         every binary's tests under compute-sanitizer (below)
 #
@@ -221,6 +223,9 @@ if [[ -n "${OUT:-}" ]]; then
 fi
 JOBS="${JOBS:-1}"
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: JOBS=$JOBS: want a positive number of binaries at once" >&2; exit 2; }
+deadline="${DEADLINE:-0}"
+[[ "$deadline" =~ ^[0-9]+$ ]] || { echo "run.sh: DEADLINE=$deadline: want whole seconds" >&2; exit 2; }
+((deadline > 0)) && deadline=$((SECONDS + deadline))
 names=()
 rels=()
 while read -r name rel <&3; do
@@ -231,14 +236,25 @@ done 3<"$BUNDLE/MANIFEST"
 
 # run_binary I: runs binary I with -test.v; its output goes to $BIN/NAME.log (to the terminal when it
 # streams: one binary at a time and no $OUT), its exit status to NAME.rc, its wall time to NAME.took.
+# With DEADLINE, a binary not started by then reads NOT-RUN, and one still running is killed then.
 run_binary() {
-  local name=${names[$1]} t0
+  local i=$1 name=${names[$1]} t0 limit=()
   t0=$(now)
+  shift
+  if ((deadline > 0)); then
+    local left=$((deadline - SECONDS))
+    if ((left <= 0)); then
+      echo not-run >"$BIN/$name.rc"
+      echo 0s >"$BIN/$name.took"
+      return
+    fi
+    limit=(timeout -k 5 "$left")
+  fi
   if [[ -z "${OUT:-}" ]] && ((JOBS == 1)); then
     echo "=== $name"
-    (cd "$BUNDLE/src/${rels[$1]}" && "$BIN/tests/$name.test" -test.v -test.count=1 "$@") </dev/null
+    (cd "$BUNDLE/src/${rels[$i]}" && "${limit[@]+"${limit[@]}"}" "$BIN/tests/$name.test" -test.v -test.count=1 "$@") </dev/null
   else
-    (cd "$BUNDLE/src/${rels[$1]}" && "$BIN/tests/$name.test" -test.v -test.count=1 "$@") </dev/null >"$BIN/$name.log" 2>&1
+    (cd "$BUNDLE/src/${rels[$i]}" && "${limit[@]+"${limit[@]}"}" "$BIN/tests/$name.test" -test.v -test.count=1 "$@") </dev/null >"$BIN/$name.log" 2>&1
   fi
   echo "$?" >"$BIN/$name.rc"
   elapsed_since "$t0" >"$BIN/$name.took"
@@ -253,9 +269,17 @@ report() {
   local name=${names[$1]} rc took line
   rc=$(cat "$BIN/$name.rc")
   took=$(cat "$BIN/$name.took")
-  if ((rc == 0)); then
+  if [[ "$rc" == not-run ]]; then
+    line="$(printf 'NOT-RUN %-38s %8s  (DEADLINE passed before it started)' "$name" "$took")"
+    failed=$((failed + 1))
+  elif ((rc == 0)); then
     line="$(printf 'PASS  %-40s %8s' "$name" "$took")"
     passed=$((passed + 1))
+  elif ((deadline > 0 && (rc == 124 || rc == 137))) && [[ -f "$BIN/$name.log" ]]; then
+    # Killed at the deadline: name the test it started last (its subtests' end lines come only
+    # when the whole test ends).
+    line="$(printf 'KILLED %-39s %8s  (DEADLINE; last started %s)' "$name" "$took" "$(awk '/^=== RUN/ { t = $3 } END { print t }' "$BIN/$name.log")")"
+    failed=$((failed + 1))
   else
     line="$(printf 'FAIL  %-40s %8s  (exit %d)' "$name" "$took" "$rc")"
     failed=$((failed + 1))
