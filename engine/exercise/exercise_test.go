@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"gpulab/engine/cuda"
 	"gpulab/engine/cuda/cudatest"
 	"gpulab/engine/exercise/wire"
 	"gpulab/engine/gemm"
@@ -51,6 +52,17 @@ func need(t *testing.T, lang string) {
 			t.Skip(err)
 		}
 	}
+}
+
+// needForMistakes is need for a test that runs a wrong kernel on purpose
+// (a missing guard, a store past the end): under compute-sanitizer a CUDA
+// one is skipped, since the tool would rightly report the mistake.
+func needForMistakes(t *testing.T, lang string) {
+	t.Helper()
+	if lang == LangCUDA && cuda.Sanitized() {
+		t.Skip("a wrong CUDA kernel on purpose, which compute-sanitizer would rightly report")
+	}
+	need(t, lang)
 }
 
 // TestLanguage: the language comes from declarations, never from words in
@@ -183,8 +195,10 @@ func TestWrongAndBroken(t *testing.T) {
 		{"CUDA k-means labels every point 0", LangCUDA, "kmeans/assign", assignCUDAHead + `
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
+    float s = 0.f;
+    for (int j = 0; j < d; j++) s += (x[i*d + j] - centers[j]) * (x[i*d + j] - centers[j]);
     labels[i] = 0;
-    dist[i] = 0.f;
+    dist[i] = s;
 }
 `, true, "is nearer"},
 		{"wgsize copies instead of computing", LangOpenCL, "opencl/wgsize", wgsizeHead + "    int i = get_global_id(0);\n    if (i < n) dst[i] = src[i];\n}\n", true, "first wrong element: dst[0]"},

@@ -137,7 +137,7 @@ func TestThreadMap(t *testing.T) {
 		LangCUDA:   {"i = blockIdx.x * blockDim.x + threadIdx.x", "i = blockIdx.x * 256 + threadIdx.x"},
 	} {
 		t.Run(lang, func(t *testing.T) {
-			need(t, lang)
+			needForMistakes(t, lang)
 			r := Run("puzzles/map", puzzleSolution(t, "puzzles/map", lang, edit[0], edit[1]))
 			if r.Correct || r.Pictures == nil || r.Pictures.Output == nil || r.Pictures.Threads == nil {
 				t.Fatalf("%+v", r)

@@ -236,7 +236,7 @@ func TestPuzzleMistakes(t *testing.T) {
 			"this puzzle is about atomics", ""},
 	} {
 		t.Run(tc.lang+"/"+tc.name, func(t *testing.T) {
-			need(t, tc.lang)
+			needForMistakes(t, tc.lang)
 			r := Run(tc.exercise, puzzleSolution(t, tc.exercise, tc.lang, tc.edits...))
 			if got := r.Error + ": " + r.Detail; r.Correct || !strings.Contains(got, tc.want) || !strings.Contains(r.Hint, tc.hint) {
 				t.Errorf("got %q, hint %q\nwant %q and the hint %q", got, r.Hint, tc.want, tc.hint)

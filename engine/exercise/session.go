@@ -190,7 +190,11 @@ func (w *wrongResult) Error() string { return "wrong result for " + w.problem + 
 func (s *session) speed(run Runner, timing draw) (float64, problem, error) {
 	best := math.Inf(1) // seconds per unit of work
 	var ps []problem
-	for range timedRuns {
+	runs := timedRuns
+	if cuda.Sanitized() {
+		runs = 1 // a speed under compute-sanitizer means nothing: one batch checks the kernel
+	}
+	for range runs {
 		if s.fresh || ps == nil {
 			var err error
 			if ps, err = s.drawBatch(timing); err != nil {

@@ -49,11 +49,12 @@ func agree(t *testing.T, name string, x *Matrix, g *GPU, init []float32, got, wa
 // TestGPUVariants runs every variant, resident and streamed in uneven
 // batches, on shapes that are multiples of nothing: N = 3001, D = 100 (float4
 // loads) and 37 (scalar loads), K = 7 and 40 (two GEMM center tiles). Under
-// compute-sanitizer, a tenth of the points in batches of 97, for 2 iterations.
+// compute-sanitizer, a tenth of the points or less in batches of 97, for 2
+// iterations. Each run logs its time, to show where a slow run goes.
 func TestGPUVariants(t *testing.T) {
 	ctx := cudatest.Context(t)
 	n, batch, iters := cudatest.Size(3001, 301), cudatest.Size(777, 97), cudatest.Size(5, 2)
-	for _, shape := range []struct{ n, d, k int }{{n, 100, 7}, {n, 37, 40}, {cudatest.Size(700, 170), 1536, 25}} {
+	for _, shape := range []struct{ n, d, k int }{{n, 100, 7}, {n, 37, 40}, {cudatest.Size(700, 131), 1536, 25}} {
 		x, _ := blobs(t, shape.n, shape.d, shape.k, 11)
 		init, err := initialCenters(x, Config{K: shape.k, Seed: 5})
 		if err != nil {
@@ -67,6 +68,7 @@ func TestGPUVariants(t *testing.T) {
 		for _, v := range Variants {
 			for _, batch := range []int{0, batch} {
 				name := fmt.Sprintf("%d×%d K=%d %s batch %d", shape.n, shape.d, shape.k, v, batch)
+				start := time.Now()
 				g, err := NewGPU(ctx, x, shape.k, GPUOptions{Variant: v, Batch: batch})
 				if err != nil {
 					t.Errorf("%s: %v", name, err)
@@ -79,6 +81,7 @@ func TestGPUVariants(t *testing.T) {
 					continue
 				}
 				stats := g.Stats()
+				t.Logf("%s: %v", name, time.Since(start))
 				agree(t, name, x, g, init, got, want)
 				g.Close()
 				if batch > 0 && (stats.Resident || len(stats.Timeline) != 2*((shape.n+batch-1)/batch)) {

@@ -17,7 +17,7 @@ const trainedChunk = 16
 // engine's top token at no less than 99% of the 20 480 held-out positions
 // (transformers' own bf16 against its fp32 is logged beside it); sampling
 // with one seed gives one text, and streaming runs. Under compute-sanitizer
-// the bf16 check takes the first chunk of held-out sequences only.
+// the bf16 check takes the first 4 held-out sequences only.
 func TestTrainedCUDA(t *testing.T) {
 	dir := trainedModelDir(t)
 	ctx := cudatest.Context(t)
@@ -31,8 +31,8 @@ func TestTrainedCUDA(t *testing.T) {
 	}
 	least := 20000 // held-out positions
 	if cuda.Sanitized() {
-		ref.HeldOut, ref.HFTop1 = ref.HeldOut[:trainedChunk], ref.HFTop1[:trainedChunk]
-		least = trainedChunk * len(ref.HeldOut[0])
+		ref.HeldOut, ref.HFTop1 = ref.HeldOut[:4], ref.HFTop1[:4]
+		least = 4 * len(ref.HeldOut[0])
 	}
 	ck, err := OpenCheckpoint(dir)
 	if err != nil {
