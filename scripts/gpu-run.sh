@@ -6,6 +6,8 @@
 #   .gpu/run.sh -test.run GEMM -test.bench . extra arguments go to every binary
 #   ONLY=engine-cuda .gpu/run.sh             only binaries whose name matches the regexp
 #   JOBS=6 .gpu/run.sh                       six binaries at once (the slowest first: LONG_FIRST)
+#   SPLIT='NAME:REGEXP ...' .gpu/run.sh      run binary NAME as two processes: the tests matching
+#                                            REGEXP, and the rest (default: lab's TestGradeCUDA apart)
 #   DEADLINE=540 .gpu/run.sh                 stop at 540 s: binaries still running are killed (KILLED,
 #                                            with the tests they were in), those not started read NOT-RUN
 #   .gpu/run.sh --unpack-only [DIR]          just unpack lab, bwrap and tests/*.test into DIR (default .gpu)
@@ -226,19 +228,35 @@ JOBS="${JOBS:-1}"
 deadline="${DEADLINE:-0}"
 [[ "$deadline" =~ ^[0-9]+$ ]] || { echo "run.sh: DEADLINE=$deadline: want whole seconds" >&2; exit 2; }
 ((deadline > 0)) && deadline=$((SECONDS + deadline))
-names=()
+# SPLIT: NAME:REGEXP pairs; binary NAME runs as two processes side by side, the tests that match
+# REGEXP and the rest (default: lab's TestGradeCUDA, which alone takes minutes, apart).
+read -r -a splits <<<"${SPLIT-gpulab-lab:^TestGradeCUDA\$}"
+names=() # a line each: the binary's name, or NAME[REGEXP] and NAME[rest] where it is split
+bins=()
 rels=()
+filters=()
 while read -r name rel <&3; do
   [[ -n "$name" && "$name" =~ $ONLY ]] || continue
-  names+=("$name")
-  rels+=("$rel")
+  re=""
+  for s in "${splits[@]+"${splits[@]}"}"; do [[ "${s%%:*}" == "$name" ]] && re="${s#*:}"; done
+  if [[ -n "$re" ]]; then
+    names+=("${name}[$re]" "${name}[rest]")
+    bins+=("$name" "$name")
+    rels+=("$rel" "$rel")
+    filters+=("-test.run=$re" "-test.skip=$re")
+  else
+    names+=("$name")
+    bins+=("$name")
+    rels+=("$rel")
+    filters+=("")
+  fi
 done 3<"$BUNDLE/MANIFEST"
 
 # run_binary I: runs binary I with -test.v; its output goes to $BIN/NAME.log (to the terminal when it
 # streams: one binary at a time and no $OUT), its exit status to NAME.rc, its wall time to NAME.took.
 # With DEADLINE, a binary not started by then reads NOT-RUN, and one still running is killed then.
 run_binary() {
-  local i=$1 name=${names[$1]} t0 limit=()
+  local i=$1 name=${names[$1]} bin=${bins[$1]} t0 limit=() filter=()
   t0=$(now)
   shift
   if ((deadline > 0)); then
@@ -250,11 +268,12 @@ run_binary() {
     fi
     limit=(timeout -k 5 "$left")
   fi
+  [[ -z "${filters[$i]}" ]] || filter=("${filters[$i]}")
   if [[ -z "${OUT:-}" ]] && ((JOBS == 1)); then
     echo "=== $name"
-    (cd "$BUNDLE/src/${rels[$i]}" && "${limit[@]+"${limit[@]}"}" "$BIN/tests/$name.test" -test.v -test.count=1 "$@") </dev/null
+    (cd "$BUNDLE/src/${rels[$i]}" && "${limit[@]+"${limit[@]}"}" "$BIN/tests/$bin.test" -test.v -test.count=1 "${filter[@]+"${filter[@]}"}" "$@") </dev/null
   else
-    (cd "$BUNDLE/src/${rels[$i]}" && "${limit[@]+"${limit[@]}"}" "$BIN/tests/$name.test" -test.v -test.count=1 "$@") </dev/null >"$BIN/$name.log" 2>&1
+    (cd "$BUNDLE/src/${rels[$i]}" && "${limit[@]+"${limit[@]}"}" "$BIN/tests/$bin.test" -test.v -test.count=1 "${filter[@]+"${filter[@]}"}" "$@") </dev/null >"$BIN/$name.log" 2>&1
   fi
   echo "$?" >"$BIN/$name.rc"
   elapsed_since "$t0" >"$BIN/$name.took"
@@ -303,8 +322,8 @@ else
   # lasts about as long as its longest binary; the lines come in MANIFEST order at the end.
   long_first="${LONG_FIRST:-^gpulab-(lab|engine-exercise|engine-gemm|engine-sparse|engine-warps)$}"
   order=()
-  for i in "${!names[@]}"; do [[ "${names[$i]}" =~ $long_first ]] && order+=("$i"); done
-  for i in "${!names[@]}"; do [[ "${names[$i]}" =~ $long_first ]] || order+=("$i"); done
+  for i in "${!names[@]}"; do [[ "${bins[$i]}" =~ $long_first ]] && order+=("$i"); done
+  for i in "${!names[@]}"; do [[ "${bins[$i]}" =~ $long_first ]] || order+=("$i"); done
   running=0
   for i in "${order[@]}"; do
     if ((running >= JOBS)); then
