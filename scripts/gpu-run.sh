@@ -21,10 +21,11 @@
 # tool counted (its "ERROR SUMMARY", summed over the processes it followed); "no-cuda" where the
 # tests passed without a CUDA call (the sanitizer then says "terminated before first instrumented
 # API call"). Knobs:
-#   SANITIZE_EACH     a regexp of binaries whose tests run one process each (default: none), so that
-#                     one binary's slow tests share the GPU side by side and a report names its test
-#   SANITIZE_GROUPS   with SANITIZE_EACH, G processes per binary instead, each with every G-th test
-#                     (a process costs seconds to start under the sanitizer; most tests take less)
+#   SANITIZE_EACH     a regexp of binaries whose tests are spread over several processes, so that
+#                     one binary's slow tests share the GPU side by side (default: the seven with the
+#                     slowest GPU tests: kmeans, lfm2, exercise, sparse, sqfd, gemm, warps)
+#   SANITIZE_GROUPS   G processes for each of those binaries, each with every G-th test (default 6;
+#                     0: a process a test, which costs seconds each to start under the sanitizer)
 #   SANITIZE_JOBS     processes at once (default: the CPU count)
 #   SANITIZE_TIMEOUT  seconds one process may run (default: no limit); one killed reads TIMEOUT
 #   SANITIZE_DEADLINE seconds the whole pass may run (default: no limit): a process still running
@@ -85,12 +86,13 @@ if [[ "${1:-}" == --sanitize ]]; then
   [[ -x "$sanitizer" ]] || { echo "run.sh --sanitize: no compute-sanitizer on PATH or in /usr/local/cuda/bin" >&2; exit 1; }
   read -r -a tools <<<"${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}"
   read -r -a excludes <<<"${SANITIZE_EXCLUDE-racecheck:kns=cusparse initcheck:kns=cusparse}"
-  each="${SANITIZE_EACH:-^$}"
+  each="${SANITIZE_EACH-^gpulab-engine-(cluster-kmeans|llm-lfm2|exercise|sparse|sqfd|gemm|warps)\$}"
   jobs="${SANITIZE_JOBS:-$(nproc)}"
   limit="${SANITIZE_TIMEOUT:-0}"
   deadline="${SANITIZE_DEADLINE:-0}"
-  for knob in limit deadline; do
-    [[ "${!knob}" =~ ^[0-9]+$ ]] || { echo "run.sh --sanitize: SANITIZE_${knob^^}=${!knob}: want whole seconds" >&2; exit 2; }
+  groups="${SANITIZE_GROUPS:-6}"
+  for knob in limit deadline groups; do
+    [[ "${!knob}" =~ ^[0-9]+$ ]] || { echo "run.sh --sanitize: SANITIZE_${knob^^}=${!knob}: want a whole number" >&2; exit 2; }
   done
   ((deadline > 0)) && deadline=$((SECONDS + deadline))
   logs="${OUT:-$BIN}/sanitize"
@@ -104,7 +106,6 @@ if [[ "${1:-}" == --sanitize ]]; then
       mapfile -t tests < <(cd "$BUNDLE/src/$rel" && "$BIN/tests/$name.test" -test.list "${SANITIZE_RUN:-.}" |
         grep -E '^(Test|Fuzz)' | grep -Ev "${SANITIZE_SKIP:-DiagnosisOnGPU|APIError}")
     fi
-    groups="${SANITIZE_GROUPS:-0}"
     if [[ "${tests[0]}" != . ]] && ((groups > 0 && groups < ${#tests[@]})); then
       # Group k: the tests k, k+G, k+2G... as one -test.run alternation.
       grouped=()
