@@ -253,9 +253,9 @@ func TestGPUClusters(t *testing.T) {
 // scores too. Under compute-sanitizer, on 301 signatures, not 1001.
 func TestGPUUpdate(t *testing.T) {
 	ctx := cudatest.Context(t)
-	mix := int64(cudatest.Size(2000, 600)) // BigCluster mix²: some clusters big, some small
+	mix := int64(cudatest.Size(2000, 300)) // BigCluster mix²: some clusters big, some small
 	for _, kern := range testKernels {
-		m := testMetric(t, cudatest.Size(1001, 301), 40, kern)
+		m := testMetric(t, cudatest.Size(1001, 151), 40, kern)
 		n := m.Len()
 		for _, k := range []int{1, 7} {
 			medoids, err := kmedoids.InitialMedoids(kmedoids.CPU(m), kmedoids.Config{K: k, Seed: 3})
@@ -377,7 +377,7 @@ func lockstep(t *testing.T, name string, g *KMedoidsGPU, m *Metric, medoids []in
 // iterations, not 1500 for 6.
 func TestGPUShards(t *testing.T) {
 	ctxs := twoContexts(t)
-	n := cudatest.Size(1500, 400)
+	n := cudatest.Size(1500, 181)
 	for _, kern := range testKernels {
 		m := testMetric(t, n, 40, kern)
 		for _, opt := range []GPUOptions{{}, {Assign: Naive, Scores: Naive}, {BigCluster: int64(n) * int64(n)}} {

@@ -54,7 +54,7 @@ func agree(t *testing.T, name string, x *Matrix, g *GPU, init []float32, got, wa
 func TestGPUVariants(t *testing.T) {
 	ctx := cudatest.Context(t)
 	n, batch, iters := cudatest.Size(3001, 301), cudatest.Size(777, 97), cudatest.Size(5, 2)
-	for _, shape := range []struct{ n, d, k int }{{n, 100, 7}, {n, 37, 40}, {cudatest.Size(700, 131), 1536, 25}} {
+	for _, shape := range []struct{ n, d, k int }{{n, 100, 7}, {n, 37, 40}, {cudatest.Size(700, 41), 1536, cudatest.Size(25, 9)}} {
 		x, _ := blobs(t, shape.n, shape.d, shape.k, 11)
 		init, err := initialCenters(x, Config{K: shape.k, Seed: 5})
 		if err != nil {
