@@ -35,7 +35,8 @@ import (
 type gradeRow struct {
 	Student string
 	exercise.Result
-	Isolation string // what the submission ran under ("" if nothing of it ran)
+	Isolation string        // what the submission ran under ("" if nothing of it ran)
+	Limit     time.Duration // the time limit that applied (0 if nothing of it ran)
 }
 
 // gradeFlags are lab grade's settings.
@@ -53,7 +54,7 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var g gradeFlags
 	fs.StringVar(&g.name, "exercise", "", "the exercise, e.g. gemm/tiled (have: "+strings.Join(exercise.Names(), ", ")+")")
-	fs.DurationVar(&g.timeout, "timeout", 2*time.Minute, "time limit per submission (compile, check and timing), > 0")
+	fs.DurationVar(&g.timeout, "timeout", 2*time.Minute, fmt.Sprintf("the ceiling of a submission's time limit (check and timing), which is %d× the reference solution's time here + %v; > 0", limitMultiple, limitAllowance))
 	fs.StringVar(&g.csvPath, "csv", "grades.csv", "write the table as CSV here")
 	fs.StringVar(&g.mdPath, "md", "grades.md", "write the table as Markdown here")
 	fs.StringVar(&g.sandbox, "sandbox", "auto", "auto: bubblewrap if it can run here, else the limits that remain (the table says which); bwrap: refuse to grade without it; none: limits only")
@@ -65,6 +66,21 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
+	}
+	// Every path given is made absolute before anything else: the sandbox
+	// binds and hides absolute paths only, and the worker's working
+	// directory is not the user's.
+	args, err := absPaths(fs.Args())
+	if err != nil {
+		return err
+	}
+	for _, p := range []*string{&g.csvPath, &g.mdPath, course} {
+		if *p == "" {
+			continue
+		}
+		if *p, err = filepath.Abs(*p); err != nil {
+			return err
+		}
 	}
 	e, err := exercise.Lookup(g.name)
 	if err != nil {
@@ -89,7 +105,7 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	if g.sandbox != "auto" && g.sandbox != "bwrap" && g.sandbox != "none" {
 		return usageError{fmt.Errorf("--sandbox %q: want auto, bwrap or none", g.sandbox)}
 	}
-	files, err := submissions(fs.Args())
+	files, err := submissions(args)
 	if err != nil {
 		return usageError{err}
 	}
@@ -105,18 +121,29 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	if g.sandbox == "bwrap" && sb.Bwrap() == "" {
 		return fmt.Errorf("--sandbox bwrap: bubblewrap cannot run here: %s", sb.Reason())
 	}
-	gr := &grader{gradeFlags: g, exercise: e, sb: sb, work: work, log: stderr, refs: map[string]float64{},
-		hide: append(append(append([]string(nil), fs.Args()...), g.csvPath, g.mdPath), courseFiles...)}
-	fmt.Fprintf(stderr, "lab grade: %d submissions of %s; a CPU worker's isolation: %s\n", len(files), e.Name,
-		sb.Describe(sandbox.Spec{Limits: gr.limits(false), DropUser: true}))
-	var rows []gradeRow
+	gr := &grader{gradeFlags: g, exercise: e, sb: sb, work: work, log: stderr, refs: map[string]reference{},
+		hide: append(append(append([]string(nil), args...), g.csvPath, g.mdPath), courseFiles...)}
+	fmt.Fprintf(stderr, "lab grade: %d submissions of %s; a CPU worker's isolation at the ceiling --timeout %v: %s\n", len(files), e.Name, g.timeout,
+		sb.Describe(sandbox.Spec{Limits: gr.limits(false, g.timeout), DropUser: true}))
+	// Read and inspect every submission (reading is not running), then time
+	// the reference solution in each language they use, before any of them
+	// runs: their time limits follow from it.
+	entries := make([]entry, len(files))
 	for i, f := range files {
-		fmt.Fprintf(stderr, "grading %s ...\n", f.path)
-		r, isolation := gr.gradeFile(f, i)
-		fmt.Fprintf(stderr, "  %s\n", logLine(r))
-		rows = append(rows, gradeRow{Student: f.student, Result: r, Isolation: isolation})
+		entries[i] = gr.read(f)
 	}
-	md := gradeMarkdown(rows, e.SpeedUnit())
+	limits, err := gr.timeReferences(entries)
+	if err != nil {
+		return err
+	}
+	var rows []gradeRow
+	for i, en := range entries {
+		fmt.Fprintf(stderr, "grading %s ...\n", en.path)
+		r, isolation, limit := gr.gradeEntry(en, i)
+		fmt.Fprintf(stderr, "  %s\n", logLine(r))
+		rows = append(rows, gradeRow{Student: en.student, Result: r, Isolation: isolation, Limit: limit})
+	}
+	md := gradeMarkdown(rows, e.SpeedUnit(), limits)
 	fmt.Fprint(stdout, md)
 	if err := atomicfile.WriteBytes(g.mdPath, []byte(md)); err != nil {
 		return err
@@ -124,32 +151,193 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	return atomicfile.WriteBytes(g.csvPath, gradeCSV(rows, e.SpeedUnit()))
 }
 
+// absPaths is paths made absolute.
+func absPaths(paths []string) ([]string, error) {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		var err error
+		if out[i], err = filepath.Abs(p); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // grader grades one exercise's submissions.
 type grader struct {
 	gradeFlags
 	exercise exercise.Exercise
 	sb       *sandbox.Sandbox
-	work     string             // private; removed at the end
-	log      io.Writer          // progress, for the instructor
-	refs     map[string]float64 // the reference solution's speed, by language
-	hide     []string           // paths no sandbox may see: the submissions and the grade files
-	build    *goBuild           // for a Go exercise, made on first use
+	work     string               // private; removed at the end
+	log      io.Writer            // progress, for the instructor
+	refs     map[string]reference // the reference solution's run, by language
+	hide     []string             // paths no sandbox may see: the submissions and the grade files
+	build    *goBuild             // for a Go exercise, made on first use
 }
 
-// gradeFile grades one submission: it reads its source (outside any
-// sandbox: reading is not running), then checks it. It returns the result
-// and the isolation the submission ran under.
-func (g *grader) gradeFile(f submission, i int) (exercise.Result, string) {
-	r := exercise.Result{Exercise: g.exercise.Name}
-	src, err := submissionSource(f.path, g.exercise.Name)
+// A submission's time limit scales with the grading machine: the
+// reference solution is timed first, in each language the submissions
+// use, and a submission may take limitMultiple times as long plus
+// limitAllowance (an honest student's code may be several times slower
+// than the reference; the allowance absorbs a start-up's noise), at most
+// --timeout. An endless loop still ends at the limit.
+const (
+	limitMultiple  = 4
+	limitAllowance = 20 * time.Second
+)
+
+// timeLimit is a language's time limit and how it was derived.
+type timeLimit struct {
+	lang      string
+	reference time.Duration // the reference solution's run here (its worker conversation), rounded up to 0.1 s
+	ceiling   time.Duration // --timeout
+}
+
+// newTimeLimit is the limit in lang for a reference run that took took.
+func newTimeLimit(lang string, took, ceiling time.Duration) timeLimit {
+	const step = 100 * time.Millisecond
+	return timeLimit{lang: lang, reference: (took + step - 1) / step * step, ceiling: ceiling}
+}
+
+// limit is min(ceiling, limitMultiple × reference + limitAllowance).
+func (l timeLimit) limit() time.Duration {
+	return min(l.ceiling, limitMultiple*l.reference+limitAllowance)
+}
+
+// String is the line under the grade table that says how the limit was
+// derived.
+func (l timeLimit) String() string {
+	return fmt.Sprintf("Time limit (%s): %v = min(--timeout %v, %d × %v + %v), where %v is the time the reference solution's check took here.",
+		l.lang, l.limit(), l.ceiling, limitMultiple, l.reference, limitAllowance, l.reference)
+}
+
+// reference is the reference solution's run in one language: its result
+// (its speed is the 100% of the table) and the time limit it sets.
+type reference struct {
+	result exercise.Result
+	limit  timeLimit
+}
+
+// entry is a submission read and inspected, before anything of it runs.
+type entry struct {
+	submission
+	src    string
+	lang   string          // the language it is checked in; "" where it failed before running
+	flavor exercise.Flavor // a kernel exercise's flavour in lang
+	failed exercise.Result // why, where lang is ""
+}
+
+// read reads a submission's source and inspects it, outside any sandbox:
+// reading is not running.
+func (g *grader) read(f submission) entry {
+	e := g.exercise
+	en := entry{submission: f}
+	fail := func(err error) entry {
+		en.failed = exercise.Result{Exercise: e.Name, Error: err.Error()}
+		return en
+	}
+	src, err := submissionSource(f.path, e.Name)
 	if err != nil {
-		r.Error = err.Error()
-		return r, ""
+		return fail(err)
 	}
+	en.src = src
+	if e.IsGo() {
+		if err := e.InspectGo(src); err != nil {
+			return fail(err)
+		}
+		en.lang = exercise.LangGo
+		return en
+	}
+	fl, err := e.Inspect(src)
+	if err != nil {
+		return fail(err)
+	}
+	en.flavor, en.lang = fl, fl.Lang
+	return en
+}
+
+// timeReferences runs the reference solution once in each language that
+// an inspected submission uses, before any submission runs, within
+// --timeout, and sets each language's time limit from its time. It
+// returns the limits in the order they were set. A reference that does
+// not pass is the grading machine's problem, never a student's: an error,
+// and no submission is graded. A language that no device here runs sets
+// no limit (its submissions are reported as not checked).
+func (g *grader) timeReferences(entries []entry) ([]timeLimit, error) {
+	var limits []timeLimit
+	for _, en := range entries {
+		if _, done := g.refs[en.lang]; en.lang == "" || done {
+			continue
+		}
+		fmt.Fprintf(g.log, "timing the reference solution (%s), within --timeout %v ...\n", en.lang, g.timeout)
+		r, took := g.runReference(en)
+		ref := reference{result: r}
+		switch {
+		case r.Unavailable:
+			fmt.Fprintf(g.log, "  %s: its submissions are not checked\n", firstLine(r.Error))
+		case !r.Correct:
+			why := firstLine(r.Error + " " + r.Detail)
+			if strings.HasPrefix(r.Error, "did not finish within") {
+				why = fmt.Sprintf("it did not finish within --timeout %v: raise --timeout, or grade on a machine that runs it faster", g.timeout)
+			}
+			return nil, fmt.Errorf("the reference solution of %s (%s) did not pass on this machine: %s: no submission was graded", g.exercise.Name, en.lang, why)
+		default:
+			ref.limit = newTimeLimit(en.lang, took, g.timeout)
+			limits = append(limits, ref.limit)
+			fmt.Fprintf(g.log, "  %s in %v\n  %s\n", logLine(r), took.Round(time.Millisecond), ref.limit)
+		}
+		g.refs[en.lang] = ref
+	}
+	return limits, nil
+}
+
+// runReference runs the reference solution in en's language within
+// --timeout. Its time is the wall time of its worker conversation (for Go,
+// not its build, which has a limit of its own).
+func (g *grader) runReference(en entry) (exercise.Result, time.Duration) {
+	e := g.exercise
+	f := en.flavor
+	if e.IsGo() {
+		f = e.Flavors[0]
+	}
+	sol, err := f.Solution()
+	if err != nil {
+		return exercise.Result{Exercise: e.Name, Error: err.Error()}, 0
+	}
+	var r exercise.Result
+	var took time.Duration
+	if e.IsGo() {
+		r, _, took = g.goWorker(sol, "reference", g.timeout)
+	} else {
+		r, _, took = g.kernelWorker(f, sol, g.timeout)
+	}
+	return r, took
+}
+
+// gradeEntry checks one read submission within its language's time limit
+// and places its speed against the reference solution's. It returns the
+// result, the isolation it ran under and the limit that applied (0 where
+// nothing of it ran).
+func (g *grader) gradeEntry(en entry, i int) (exercise.Result, string, time.Duration) {
+	if en.lang == "" {
+		return en.failed, "", 0
+	}
+	ref := g.refs[en.lang]
+	if ref.result.Unavailable {
+		return exercise.Result{Exercise: g.exercise.Name, Unavailable: true, Error: ref.result.Error}, "", 0
+	}
+	limit := ref.limit.limit()
+	var r exercise.Result
+	var isolation string
 	if g.exercise.IsGo() {
-		return g.gradeGo(src, i)
+		r, isolation, _ = g.goWorker(en.src, strconv.Itoa(i), limit)
+	} else {
+		r, isolation, _ = g.kernelWorker(en.flavor, en.src, limit)
 	}
-	return g.gradeKernel(src)
+	if r.Correct && ref.result.GFLOPS > 0 {
+		r.PctOfRef = 100 * r.GFLOPS / ref.result.GFLOPS
+	}
+	return r, isolation, limit
 }
 
 // logLine is a result in a line of the log.
@@ -160,68 +348,30 @@ func logLine(r exercise.Result) string {
 	return "not correct: " + firstLine(r.Error+" "+r.Detail)
 }
 
-// pctOfReference sets r.PctOfRef from the reference solution's speed in
-// lang, timing the reference (once per language) the same way.
-func (g *grader) pctOfReference(r *exercise.Result, lang string, time func() (exercise.Result, string)) {
-	ref, ok := g.refs[lang]
-	if !ok {
-		rr, _ := time()
-		ref = rr.GFLOPS
-		if !rr.Correct {
-			ref = 0
-			fmt.Fprintf(g.log, "  the reference solution (%s) did not pass here: %s %s\n", lang, rr.Error, rr.Detail)
-		} else {
-			fmt.Fprintf(g.log, "  the reference solution (%s), timed the same way: %s\n", lang, logLine(rr))
-		}
-		g.refs[lang] = ref
-	}
-	if r.Correct && ref > 0 {
-		r.PctOfRef = 100 * r.GFLOPS / ref
-	}
-}
-
-// gradeKernel checks a kernel exercise's source in a worker (lab
-// grade-worker) in the sandbox, then places its speed against the
-// reference solution's, timed the same way.
-func (g *grader) gradeKernel(src string) (exercise.Result, string) {
-	e := g.exercise
-	f, err := e.Inspect(src)
-	if err != nil {
-		return exercise.Result{Exercise: e.Name, Error: err.Error()}, ""
-	}
-	r, isolation := g.kernelWorker(f, src)
-	g.pctOfReference(&r, f.Lang, func() (exercise.Result, string) {
-		sol, err := f.Solution()
-		if err != nil {
-			return exercise.Result{Error: err.Error()}, ""
-		}
-		return g.kernelWorker(f, sol)
-	})
-	return r, isolation
-}
-
 // kernelWorker runs the check of src in a worker on the flavour's best
-// device.
-func (g *grader) kernelWorker(f exercise.Flavor, src string) (exercise.Result, string) {
+// device, within limit. It returns the result, the isolation and the wall
+// time of the worker conversation.
+func (g *grader) kernelWorker(f exercise.Flavor, src string, limit time.Duration) (exercise.Result, string, time.Duration) {
 	e := g.exercise
 	infos, err := f.Devices()
 	if err != nil || len(infos) == 0 {
-		return exercise.Result{Exercise: e.Name, Unavailable: true, Error: fmt.Sprintf("not checked here: no device runs %s kernels: %v", f.Lang, err)}, ""
+		return exercise.Result{Exercise: e.Name, Unavailable: true, Error: fmt.Sprintf("not checked here: no device runs %s kernels: %v", f.Lang, err)}, "", 0
 	}
 	info := infos[0]
 	gpu := info.Kind == engine.CUDA || !strings.Contains(info.Platform, "Portable Computing Language")
-	spec := sandbox.Spec{Path: g.sb.Executable(), Args: []string{"grade-worker"}, Env: g.workerEnv(), Limits: g.limits(gpu), DropUser: true}
+	spec := sandbox.Spec{Path: g.sb.Executable(), Args: []string{"grade-worker"}, Env: g.workerEnv(), Limits: g.limits(gpu, limit), DropUser: true}
 	if gpu {
 		spec.Devices = []string{"/dev/nvidia*", "/dev/dri/*"}
 	}
 	setup := wireSetup(e.Name, f.Lang, info.ID, src)
-	return g.converse(spec, setup, false, func(run exercise.Runner) exercise.Result { return e.Judge(f, src, info, run) })
+	return g.converse(spec, setup, false, limit, func(run exercise.Runner) exercise.Result { return e.Judge(f, src, info, run) })
 }
 
-// limits are a worker's resource limits. A GPU driver reserves huge
-// address ranges, so a GPU worker's memory is bounded as data instead.
-func (g *grader) limits(gpu bool) sandbox.Limits {
-	l := sandbox.Limits{CPU: g.timeout*time.Duration(runtime.NumCPU()) + 10*time.Second, Procs: 256, FileSize: 64 << 20, OpenFiles: 1024}
+// limits are a worker's resource limits under the time limit limit: its
+// CPU time follows it. A GPU driver reserves huge address ranges, so a GPU
+// worker's memory is bounded as data instead.
+func (g *grader) limits(gpu bool, limit time.Duration) sandbox.Limits {
+	l := sandbox.Limits{CPU: limit*time.Duration(runtime.NumCPU()) + 10*time.Second, Procs: 256, FileSize: 64 << 20, OpenFiles: 1024}
 	if gpu {
 		l.Data = g.memory
 	} else {
@@ -384,15 +534,18 @@ func fromCell(cell, name string) (string, error) {
 	return exercise.Extract(cell, name)
 }
 
-// gradeMarkdown is the grade table, every cell escaped, the isolation the
-// submissions ran under, then what each printed; unit is the exercise's
-// speed unit.
-func gradeMarkdown(rows []gradeRow, unit string) string {
+// gradeMarkdown is the grade table, every cell escaped, how each
+// language's time limit was derived, the isolation the submissions ran
+// under, then what each printed; unit is the exercise's speed unit.
+func gradeMarkdown(rows []gradeRow, unit string, limits []timeLimit) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| student | compiled | correct | %s | %% of reference | error |\n|---|---|---|---:|---:|---|\n", unit)
+	fmt.Fprintf(&b, "| student | compiled | correct | %s | %% of reference | limit | error |\n|---|---|---|---:|---:|---:|---|\n", unit)
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f%% | %s |\n", mdCell(r.Student), yesNo(r.Compiled), yesNo(r.Correct), speedText(r.GFLOPS), r.PctOfRef,
-			mdCell(firstLine(r.Error+" "+r.Detail)))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f%% | %s | %s |\n", mdCell(r.Student), yesNo(r.Compiled), yesNo(r.Correct), speedText(r.GFLOPS), r.PctOfRef,
+			limitText(r.Limit), mdCell(firstLine(r.Error+" "+r.Detail)))
+	}
+	for _, l := range limits {
+		fmt.Fprintf(&b, "\n%s\n", l)
 	}
 	seen := map[string]bool{"": true}
 	for _, r := range rows {
@@ -460,7 +613,8 @@ func longestRun(s string, c byte) int {
 }
 
 // gradeCSV is the grade table as CSV; the speed column is gflops, or gbps
-// for an exercise measured in GB/s. A cell that a spreadsheet would read
+// for an exercise measured in GB/s, and limit is the time limit that
+// applied (as in "did not finish within 32.4s"). A cell that a spreadsheet would read
 // as a formula gets a leading quote.
 func gradeCSV(rows []gradeRow, unit string) []byte {
 	var b strings.Builder
@@ -469,13 +623,21 @@ func gradeCSV(rows []gradeRow, unit string) []byte {
 	if unit == exercise.UnitGBps {
 		speed = "gbps"
 	}
-	w.Write([]string{"student", "compiled", "correct", speed, "pct_of_reference", "error", "output", "isolation", "diagnosis"})
+	w.Write([]string{"student", "compiled", "correct", speed, "pct_of_reference", "error", "output", "isolation", "diagnosis", "limit"})
 	for _, r := range rows {
 		w.Write([]string{csvCell(r.Student), yesNo(r.Compiled), yesNo(r.Correct), fmt.Sprintf("%.4g", r.GFLOPS), fmt.Sprintf("%.1f", r.PctOfRef),
-			csvCell(strings.TrimSpace(r.Error + " " + r.Detail)), csvCell(r.Output), r.Isolation, csvCell(r.Diagnosis)})
+			csvCell(strings.TrimSpace(r.Error + " " + r.Detail)), csvCell(r.Output), r.Isolation, csvCell(r.Diagnosis), limitText(r.Limit)})
 	}
 	w.Flush()
 	return []byte(b.String())
+}
+
+// limitText is a time limit in a table cell: "" where none applied.
+func limitText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 func csvCell(s string) string {

@@ -33,16 +33,19 @@ import (
 
 // converse starts spec in the sandbox, speaks package wire to it on a
 // socket of its own (its file descriptor 3) and judges it, all within the
-// time limit. What the worker prints goes into the result's Output and
-// nowhere else. A CUDA kernel that failed is then diagnosed (diagnose).
-// It returns the result and the isolation the worker ran under.
-func (g *grader) converse(spec sandbox.Spec, setup wire.Setup, committed bool, judge func(exercise.Runner) exercise.Result) (exercise.Result, string) {
-	r, isolation := g.talkTo(spec, setup, committed, g.timeout, judge)
+// time limit limit. What the worker prints goes into the result's Output
+// and nowhere else. A CUDA kernel that failed is then diagnosed
+// (diagnose). It returns the result, the isolation the worker ran under
+// and the wall time of the conversation (the diagnosis not counted).
+func (g *grader) converse(spec sandbox.Spec, setup wire.Setup, committed bool, limit time.Duration, judge func(exercise.Runner) exercise.Result) (exercise.Result, string, time.Duration) {
+	start := time.Now()
+	r, isolation := g.talkTo(spec, setup, committed, limit, judge)
+	took := time.Since(start)
 	if exercise.NeedsDiagnosis(setup.Lang, r) {
-		r.Diagnosis = g.diagnose(spec, setup, committed, judge)
+		r.Diagnosis = g.diagnose(spec, setup, committed, exercise.TimedOut(r), judge)
 		fmt.Fprintf(g.log, "  diagnosis: %s\n", r.Diagnosis)
 	}
-	return r, isolation
+	return r, isolation, took
 }
 
 // diagnose reruns a failed CUDA worker under compute-sanitizer
@@ -55,35 +58,41 @@ func (g *grader) converse(spec sandbox.Spec, setup wire.Setup, committed bool, j
 // nothing else: the verdict was decided before, by the judge, from the
 // outputs. Student code in the sandbox can write to that directory too,
 // and so at most mislead its own diagnosis.
-func (g *grader) diagnose(spec sandbox.Spec, setup wire.Setup, committed bool, judge func(exercise.Runner) exercise.Result) string {
+func (g *grader) diagnose(spec sandbox.Spec, setup wire.Setup, committed, hung bool, judge func(exercise.Runner) exercise.Result) string {
 	sanitizer, err := cuda.Tool("compute-sanitizer")
 	if err != nil {
 		return exercise.NotDiagnosed(setup.Lang, err)
 	}
-	return exercise.Diagnose(setup.Source, func(tool string) (string, []wire.Task, error) {
+	return exercise.Diagnose(setup.Source, hung, func(tool string) (exercise.RerunResult, error) {
 		dir, err := os.MkdirTemp(g.work, "sanitizer-")
 		if err != nil {
-			return "", nil, err
+			return exercise.RerunResult{}, err
 		}
 		defer os.RemoveAll(dir)
 		if err := os.Chmod(dir, 0o777); err != nil { // the sandbox's user writes the log
-			return "", nil, err
+			return exercise.RerunResult{}, err
 		}
 		logFile := filepath.Join(dir, "report.log")
 		rerun := spec
 		rerun.Path, rerun.Args = sanitizer, exercise.SanitizerArgs(tool, logFile, append([]string{spec.Path}, spec.Args...)...)
+		// The sanitizer is the program now: the worker it starts must be
+		// bound into the sandbox as the program was (without it the
+		// sanitizer starts, finds nothing to run, and reports nothing).
+		rerun.ReadOnly = append(slices.Clip(spec.ReadOnly), spec.Path)
 		rerun.Writable = append(slices.Clip(spec.Writable), dir)
 		var tasks []wire.Task
-		r, _ := g.talkTo(rerun, setup, committed, min(g.timeout, exercise.DiagnosisTimeout), func(run exercise.Runner) exercise.Result {
-			sanitized := exercise.NewSanitizedRunner(run)
+		limit := min(g.timeout, exercise.DiagnosisTimeout)
+		start := time.Now()
+		r, _ := g.talkTo(rerun, setup, committed, limit, func(run exercise.Runner) exercise.Result {
+			sanitized := exercise.NewSanitizedRunner(run, tool, logFile)
 			defer func() { tasks = sanitized.Tasks() }()
 			return judge(sanitized)
 		})
-		log := exercise.ReadLog(logFile)
-		if log == "" { // the sanitizer did not start: its output says why
-			log = r.Output
+		rr := exercise.RerunResult{Output: r.Output, Tasks: tasks, TimedOut: time.Since(start) >= limit, Limit: limit}
+		if rr.Log = exercise.ReadLog(logFile); rr.Log == "" { // the sanitizer did not start: its output says why
+			rr.Log = r.Output
 		}
-		return log, tasks, nil
+		return rr, nil
 	})
 }
 
@@ -275,12 +284,12 @@ type goBuild struct {
 	root, goroot, modcache, gocache, goimports string
 }
 
-// goBuilder finds the checkout (GPULAB_ROOT, else the working directory)
-// and the go command's directories.
+// goBuilder finds the checkout (GPULAB_ROOT, else the working directory),
+// as an absolute path, and the go command's directories.
 func goBuilder() (*goBuild, error) {
-	root := os.Getenv("GPULAB_ROOT")
-	if root == "" {
-		root, _ = os.Getwd()
+	root, err := filepath.Abs(os.Getenv("GPULAB_ROOT")) // "" is the working directory
+	if err != nil {
+		return nil, err
 	}
 	if data, err := os.ReadFile(filepath.Join(root, "go.mod")); err != nil || !strings.HasPrefix(string(data), "module gpulab") {
 		return nil, errors.New("grading a Go exercise needs the gpulab checkout: run lab from the repository root or set GPULAB_ROOT")
@@ -293,7 +302,6 @@ func goBuilder() (*goBuild, error) {
 		return strings.TrimSpace(string(out)), nil
 	}
 	b := &goBuild{root: root}
-	var err error
 	if b.goroot, err = env("GOROOT"); err != nil {
 		return nil, err
 	}
@@ -318,45 +326,30 @@ func goBuilder() (*goBuild, error) {
 	return b, nil
 }
 
-// gradeGo checks a Go exercise's cell: read (no shortcuts, no TODO),
-// built in the sandbox, then run as a worker in the sandbox, and placed
-// against the reference solution built and run the same way.
-func (g *grader) gradeGo(cell string, i int) (exercise.Result, string) {
-	e := g.exercise
-	if err := e.InspectGo(cell); err != nil {
-		return exercise.Result{Exercise: e.Name, Error: err.Error()}, ""
-	}
-	r, isolation := g.goWorker(cell, strconv.Itoa(i))
-	g.pctOfReference(&r, exercise.LangGo, func() (exercise.Result, string) {
-		sol, err := e.Flavors[0].Solution()
-		if err != nil {
-			return exercise.Result{Error: err.Error()}, ""
-		}
-		return g.goWorker(sol, "reference")
-	})
-	return r, isolation
-}
-
-// goWorker builds cell and runs the check with the program as its worker.
-func (g *grader) goWorker(cell, tag string) (exercise.Result, string) {
+// goWorker builds a Go exercise's cell (read and inspected before: no
+// shortcuts, no TODO) in the sandbox and runs the check, within limit,
+// with the program as its worker in the sandbox. It returns the result,
+// the isolation and the wall time of the worker conversation (not of the
+// build, which has a limit of its own).
+func (g *grader) goWorker(cell, tag string, limit time.Duration) (exercise.Result, string, time.Duration) {
 	e := g.exercise
 	r := exercise.Result{Exercise: e.Name}
 	if g.build == nil {
 		var err error
 		if g.build, err = goBuilder(); err != nil {
 			r.Error = err.Error()
-			return r, ""
+			return r, "", 0
 		}
 	}
 	bin, err := g.buildGo(cell, tag)
 	if err != nil {
 		r.Error = err.Error()
-		return r, ""
+		return r, "", 0
 	}
 	f := e.Flavors[0]
 	info := engine.Info{ID: "cpu", Name: "Go", Kind: engine.CPU}
-	spec := sandbox.Spec{Path: bin, Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp"}, Limits: g.limits(false), DropUser: true}
-	return g.converse(spec, wire.Setup{Exercise: e.Name, Lang: exercise.LangGo, Device: info.ID}, true,
+	spec := sandbox.Spec{Path: bin, Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp"}, Limits: g.limits(false, limit), DropUser: true}
+	return g.converse(spec, wire.Setup{Exercise: e.Name, Lang: exercise.LangGo, Device: info.ID}, true, limit,
 		func(run exercise.Runner) exercise.Result { return e.Judge(f, cell, info, run) })
 }
 
@@ -382,33 +375,53 @@ func (g *grader) buildGo(cell, tag string) (string, error) {
 			return "", err
 		}
 	}
-	script := "go build -trimpath -o submission ."
-	readOnly := []string{b.root, b.goroot, b.modcache}
-	if b.goimports != "" {
-		script = "'" + b.goimports + "' -w student.go; " + script
-		readOnly = append(readOnly, b.goimports)
-	}
 	var errOut cappedBuffer
 	errOut.limit = 64 << 10
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	p, err := g.sb.Start(ctx, sandbox.Spec{
-		Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, TmpSize: 1 << 30,
-		Env: []string{"PATH=" + filepath.Join(b.goroot, "bin") + ":/usr/bin:/bin", "HOME=/tmp", "GOROOT=" + b.goroot,
-			"GOMODCACHE=" + b.modcache, "GOCACHE=" + b.gocache, "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local",
-			"CGO_ENABLED=0", "GOWORK=" + filepath.Join(dir, "go.work"), "GOFLAGS=", "GOTMPDIR=/tmp"},
-		ReadOnly: readOnly, Writable: []string{dir, b.gocache}, Hide: g.hide, Stdout: &errOut, Stderr: &errOut,
-		Limits: sandbox.Limits{AddressSpace: 16 << 30, CPU: 20 * time.Minute, Procs: 512, FileSize: 1 << 30, OpenFiles: 4096},
-	})
-	if err != nil {
-		return "", fmt.Errorf("could not start the build: %v", err)
+	// sandboxed runs script in dir, in the sandbox: exit is the script's
+	// failure, err the grader's (it could not start).
+	sandboxed := func(script string, readOnly ...string) (exit, err error) {
+		p, err := g.sb.Start(ctx, sandbox.Spec{
+			Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, TmpSize: 1 << 30,
+			Env: []string{"PATH=" + filepath.Join(b.goroot, "bin") + ":/usr/bin:/bin", "HOME=/tmp", "GOROOT=" + b.goroot,
+				"GOMODCACHE=" + b.modcache, "GOCACHE=" + b.gocache, "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local",
+				"CGO_ENABLED=0", "GOWORK=" + filepath.Join(dir, "go.work"), "GOFLAGS=", "GOTMPDIR=/tmp"},
+			ReadOnly: append([]string{b.root, b.goroot, b.modcache}, readOnly...), Writable: []string{dir, b.gocache},
+			Hide: g.hide, Stdout: &errOut, Stderr: &errOut,
+			Limits: sandbox.Limits{AddressSpace: 16 << 30, CPU: 20 * time.Minute, Procs: 512, FileSize: 1 << 30, OpenFiles: 4096},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("could not start the build: %v", err)
+		}
+		return p.Wait(), nil
 	}
-	if err := p.Wait(); err != nil {
+	// goimports may add imports (of any package of the workspace, this
+	// checkout's included), so the file is inspected as goimports left it,
+	// read and not run, before it is built. What goimports cannot read,
+	// the compiler reports.
+	if b.goimports != "" {
+		if _, err := sandboxed("'"+b.goimports+"' -w student.go", b.goimports); err != nil {
+			return "", err
+		}
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "student.go"))
+	if err != nil {
+		return "", err
+	}
+	if err := g.exercise.InspectGoFile(src); err != nil {
+		return "", err
+	}
+	exit, err := sandboxed("go build -trimpath -o submission .")
+	if err != nil {
+		return "", err
+	}
+	if exit != nil {
 		msg := errOut.String()
 		if m := goErrPos.FindStringSubmatchIndex(msg); m != nil {
 			return "", fmt.Errorf("does not compile: %s", firstLine(cellLine(dir, g.exercise.Name, cell, msg, m)))
 		}
-		return "", fmt.Errorf("does not build (%v): %s", err, lastLine(msg))
+		return "", fmt.Errorf("does not build (%v): %s", exit, lastLine(msg))
 	}
 	bin := filepath.Join(dir, "submission")
 	return bin, os.Chmod(bin, 0o555)

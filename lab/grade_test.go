@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -79,6 +80,9 @@ type gradeRun struct {
 	gradesMD, grades string
 	listener         net.Listener
 	connections      atomic.Int32
+	relative         bool              // grade from the grade files' folder, every path relative
+	limits           []shownLimit      // the lines under the last table that derive its time limits
+	csvLimits        map[string]string // the last CSV's limit column, by student
 }
 
 // newGradeRun prepares the folders, a TCP listener that no submission may
@@ -127,18 +131,43 @@ func newGradeRun(t *testing.T) *gradeRun {
 // port is the listener's port, for the network attack.
 func (g *gradeRun) port() int { return g.listener.Addr().(*net.TCPAddr).Port }
 
-// grade writes the attacks and grades them; it returns the table's rows by
-// student and how long the grading took.
+// grade writes the attacks and grades them with timeout as the ceiling of
+// the time limit; it returns the table's rows by student and how long the
+// grading took. Where g.relative is set, it grades from the grade files'
+// folder with every path relative, as an instructor would type them.
 func (g *gradeRun) grade(name string, timeout time.Duration, attacks []attack, extra ...string) (map[string]string, time.Duration) {
 	t := g.t
-	for _, a := range attacks {
-		if err := os.WriteFile(filepath.Join(g.dir, a.file), []byte(a.src), 0o644); err != nil {
+	g.write(attacks)
+	csvPath, mdPath, dir := g.grades, g.gradesMD, g.dir
+	if g.relative {
+		t.Chdir(g.out)
+		var err error
+		if dir, err = filepath.Rel(g.out, g.dir); err != nil {
 			t.Fatal(err)
 		}
+		csvPath, mdPath = filepath.Base(csvPath), filepath.Base(mdPath)
 	}
-	args := append([]string{"grade", "--exercise", name, "--timeout", timeout.String(), "--csv", g.grades, "--md", g.gradesMD}, extra...)
+	args := append([]string{"grade", "--exercise", name, "--timeout", timeout.String(), "--csv", csvPath, "--md", mdPath}, extra...)
+	return g.run(append(args, dir)...)
+}
+
+// write writes the attacks into the submissions' folder.
+func (g *gradeRun) write(attacks []attack) {
+	for _, a := range attacks {
+		if err := os.WriteFile(filepath.Join(g.dir, a.file), []byte(a.src), 0o644); err != nil {
+			g.t.Fatal(err)
+		}
+	}
+}
+
+// run runs lab with args, which must succeed; it returns the table's rows
+// by student and how long the grading took, and keeps the time limits the
+// table shows (each checked against its derivation) and the CSV's limit
+// column.
+func (g *gradeRun) run(args ...string) (map[string]string, time.Duration) {
+	t := g.t
 	start := time.Now()
-	code, stdout, errs := lab(append(args, g.dir)...)
+	code, stdout, errs := lab(args...)
 	took := time.Since(start)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -146,12 +175,93 @@ func (g *gradeRun) grade(name string, timeout time.Duration, attacks []attack, e
 	t.Logf("graded in %v:\n%s\n%s", took, errs, stdout)
 	rows := map[string]string{}
 	for _, l := range strings.Split(stdout, "\n") {
-		if cells := splitRow(l); len(cells) == 6 && cells[0] != "student" && cells[0] != "---" {
+		if cells := splitRow(l); len(cells) == 7 && cells[0] != "student" && cells[0] != "---" {
 			rows[cells[0]] = l
 		}
 	}
+	ceiling := 2 * time.Minute // lab grade's default
+	if i := slices.Index(args, "--timeout"); i >= 0 && i+1 < len(args) {
+		ceiling, _ = time.ParseDuration(args[i+1])
+	}
+	g.limits = shownLimits(t, stdout, ceiling)
+	g.csvLimits = csvColumn(t, g.grades, "limit")
 	return rows, took
 }
+
+// shownLimit is a time limit as a line under the grade table derives it.
+type shownLimit struct {
+	lang             string
+	limit, reference time.Duration
+}
+
+// limitLine is the line under the grade table that derives a language's
+// time limit.
+var limitLine = regexp.MustCompile(`(?m)^Time limit \((\w+)\): (\S+) = min\(--timeout (\S+), (\d+) × (\S+) \+ (\S+)\), where (\S+) is the time the reference solution's check took here\.$`)
+
+// shownLimits reads the time limits under a grade table, each checked:
+// min(ceiling, multiple × the reference's time + allowance), with the
+// multiple and the allowance of lab grade.
+func shownLimits(t *testing.T, md string, ceiling time.Duration) []shownLimit {
+	t.Helper()
+	var out []shownLimit
+	for _, m := range limitLine.FindAllStringSubmatch(md, -1) {
+		var d [5]time.Duration
+		for i, s := range []string{m[2], m[3], m[5], m[6], m[7]} {
+			var err error
+			if d[i], err = time.ParseDuration(s); err != nil {
+				t.Fatalf("%q: %v", m[0], err)
+			}
+		}
+		limit, shownCeiling, ref, allowance := d[0], d[1], d[2], d[3]
+		switch {
+		case m[4] != fmt.Sprint(limitMultiple) || allowance != limitAllowance || d[4] != ref:
+			t.Errorf("%q: want the multiple %d and the allowance %v", m[0], limitMultiple, limitAllowance)
+		case shownCeiling != ceiling:
+			t.Errorf("%q: the ceiling is not --timeout %v", m[0], ceiling)
+		case ref <= 0 || limit != min(ceiling, limitMultiple*ref+limitAllowance):
+			t.Errorf("%q: the limit is not min(%v, %d × %v + %v)", m[0], ceiling, limitMultiple, ref, limitAllowance)
+		}
+		out = append(out, shownLimit{lang: m[1], limit: limit, reference: ref})
+	}
+	return out
+}
+
+// csvColumn is a column of a grade CSV by student.
+func csvColumn(t *testing.T, path, name string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(records) == 0 {
+		t.Fatalf("%s: %v", path, err)
+	}
+	col := slices.Index(records[0], name)
+	if col < 0 {
+		t.Fatalf("%s has no column %q: %v", path, name, records[0])
+	}
+	out := map[string]string{}
+	for _, r := range records[1:] {
+		out[strings.TrimPrefix(r[0], "'")] = r[col]
+	}
+	return out
+}
+
+// timeBound is what grading n submissions may take: the references' time
+// and n time limits (the longest), plus extra.
+func (g *gradeRun) timeBound(n int, extra time.Duration) time.Duration {
+	var refs, limit time.Duration
+	for _, l := range g.limits {
+		refs += l.reference
+		limit = max(limit, l.limit)
+	}
+	return refs + time.Duration(n)*limit + extra
+}
+
+// limitWant, in an attack's want, is the time limit its row shows.
+const limitWant = "{limit}"
 
 // splitRow splits a Markdown table row at its unescaped bars.
 func splitRow(line string) []string {
@@ -177,11 +287,15 @@ func splitRow(line string) []string {
 
 // check asserts each attack's row, then what must hold after the grader
 // is gone: the checkout and the grade files untouched (5 s later), no
-// process of any submission alive, no connection made.
+// process of any submission alive, no connection made. A row's limit is
+// one that a line under the table derives, and the CSV's.
 func (g *gradeRun) check(rows map[string]string, attacks []attack, sandboxed bool) {
 	t := g.t
 	if len(rows) != len(attacks) {
 		t.Errorf("%d rows for %d submissions", len(rows), len(attacks))
+	}
+	if len(g.limits) == 0 {
+		t.Errorf("no line under the table derives a time limit")
 	}
 	for _, a := range attacks {
 		student := studentOf(a.file, attacks)
@@ -192,17 +306,31 @@ func (g *gradeRun) check(rows map[string]string, attacks []attack, sandboxed boo
 		}
 		cells := splitRow(row)
 		row = strings.Join(cells, " | ") // unescaped
+		limit := cells[5]
+		if got := g.csvLimits[student]; got != limit {
+			t.Errorf("%s: the CSV's limit %q, the table's %q", a.file, got, limit)
+		}
+		if limit != "" && !slices.ContainsFunc(g.limits, func(l shownLimit) bool { return l.limit.String() == limit }) {
+			t.Errorf("%s: limit %s is none of the limits derived under the table %v: %s", a.file, limit, g.limits, row)
+		}
 		if a.sandboxed && !sandboxed {
 			continue
 		}
 		if got := cells[2] == "yes"; got != a.correct {
 			t.Errorf("%s: correct=%s, want %v: %s", a.file, cells[2], a.correct, row)
 		}
-		if !a.correct && strings.TrimSpace(cells[5]) == "" {
+		if !a.correct && strings.TrimSpace(cells[6]) == "" {
 			t.Errorf("%s: failed without a reason: %s", a.file, row)
 		}
-		if !strings.Contains(row, a.want) {
-			t.Errorf("%s: row lacks %q: %s", a.file, a.want, row)
+		want := a.want
+		if strings.Contains(want, limitWant) {
+			if limit == "" {
+				t.Errorf("%s: no limit applied: %s", a.file, row)
+			}
+			want = strings.ReplaceAll(want, limitWant, limit)
+		}
+		if !strings.Contains(row, want) {
+			t.Errorf("%s: row lacks %q: %s", a.file, want, row)
 		}
 		if a.notWant != "" && strings.Contains(row, a.notWant) {
 			t.Errorf("%s: row has %q: %s", a.file, a.notWant, row)
@@ -314,14 +442,10 @@ const gemmCLHead = "__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))\n"
 func TestGradeOpenCL(t *testing.T) {
 	e, _ := exercise.Lookup("gemm/tiled")
 	f, _ := e.Flavor(exercise.LangOpenCL)
-	infos, err := f.Devices()
-	if err != nil {
+	if _, err := f.Devices(); err != nil {
 		t.Skip(err)
 	}
-	timeout := 10 * time.Second // PoCL times 256³, a GPU 2048³
-	if !strings.Contains(infos[0].Platform, "Portable Computing Language") {
-		timeout = time.Minute
-	}
+	const ceiling = 10 * time.Minute // the limit is the reference's time scaled, far below
 	sandboxed := needSandbox(t)
 	g := newGradeRun(t)
 	good := solution(t, "gemm/tiled", exercise.LangOpenCL)
@@ -340,9 +464,14 @@ func TestGradeOpenCL(t *testing.T) {
 		{file: "skeleton.cl", src: gemmCLHead + "    " + f.TODO + "\n}\n", want: "still has its TODO line"},
 		{file: "wrong.cl", src: gemmCLHead + "  int n = get_global_id(0), m = get_global_id(1);\n  if (m < M && n < N) C[m*N + n] = 1.0f;\n}\n", want: "first wrong element"},
 		{file: "carol.cl", src: gemmCLHead + "  this does not compile\n}\n", want: "line 3, column 3: error"},
-		{file: "dave.cl", src: gemmCLHead + "  for (;;) { if (get_global_id(0) == 1000000000) break; }\n}\n", want: "did not finish within " + timeout.String()},
+		{file: "dave.cl", src: gemmCLHead + "  for (;;) { if (get_global_id(0) == 1000000000) break; }\n}\n", want: "did not finish within " + limitWant},
 		{file: "forger.cl", src: gemmCLHead + "  if (get_global_id(0) == 0 && get_global_id(1) == 0) " + forged + "\n}\n", want: "first wrong element"},
 		// PoCL dies of the write (a segmentation fault), a GPU reports it.
+		// The exercise's commonest bug: the store guards the column, not the
+		// row; on M=N=K=1 the 16×16 tile's rows 1 to 15 land past C's end.
+		{file: "stray.cl", src: strings.Replace(good, "if (m < M && n < N) {", "if (n < N) {", 1), want: "wrote 15 elements past the end of C (rows 1–15 of a 1-row C)"},
+		{file: "intoA.cl", src: strings.Replace(good, "C[m*N + n] = acc;", "C[m*N + n] = acc;\n        if (m == 0 && n == 0) ((__global float*)A)[0] = 0.0f;", 1),
+			want: "wrote into its input A: 1 element changed (A[0][0])"},
 		{file: "crasher.cl", src: gemmCLHead + "  if (get_global_id(0) == 0 && get_global_id(1) == 0) " + forged +
 			"\n  if (M > 1) C[(long)1 << 40] = 1.0f;\n  int n = get_global_id(0), m = get_global_id(1);\n  if (m < M && n < N) { float s = 0; for (int k = 0; k < K; k++) s += A[m*K+k] * B[k*N+n]; C[m*N+n] = s; }\n}\n",
 			want: ""},
@@ -350,7 +479,7 @@ func TestGradeOpenCL(t *testing.T) {
 		{file: "mallory | yes | yes | 50.0 | 100% |.cl", src: gemmCLHead + "}\n", want: "first wrong element"},
 		{file: "frank.ipynb", src: `{"nbformat": 4, "cells": []}`, want: `frank.ipynb: no code cell marked "// EXERCISE gemm/tiled"`},
 	}
-	rows, took := g.grade("gemm/tiled", timeout, attacks)
+	rows, took := g.grade("gemm/tiled", ceiling, attacks)
 	g.check(rows, attacks, sandboxed)
 	if !strings.Contains(rows["dbg"], "yes | yes") {
 		t.Errorf("dbg: %s", rows["dbg"])
@@ -359,10 +488,10 @@ func TestGradeOpenCL(t *testing.T) {
 	if !strings.Contains(string(md), "debug: M=") || !strings.Contains(string(md), "Isolation: ") {
 		t.Errorf("the printf output or the isolation line is missing from grades.md:\n%s", md)
 	}
-	if limit := time.Duration(len(attacks)) * timeout; took > limit {
-		t.Errorf("grading took %v, more than the time limits summed (%v)", took, limit)
+	if limit := g.timeBound(len(attacks), 0); took > limit {
+		t.Errorf("grading took %v, more than the reference's time and the time limits summed (%v)", took, limit)
 	}
-	if csv, _ := os.ReadFile(g.grades); !bytes.HasPrefix(csv, []byte("student,compiled,correct,gflops,pct_of_reference,error,output,isolation,diagnosis\n")) {
+	if csv, _ := os.ReadFile(g.grades); !bytes.HasPrefix(csv, []byte("student,compiled,correct,gflops,pct_of_reference,error,output,isolation,diagnosis,limit\n")) {
 		t.Errorf("csv: %s", csv)
 	}
 }
@@ -395,10 +524,16 @@ func TestGradeGo(t *testing.T) {
 		{file: "skeleton.go", src: goHead + "\t" + e.Flavors[0].TODO + "\n\treturn nil, errors.New(\"TODO: not written yet\")\n}\n", want: "still has its TODO line"},
 		{file: "ben.go", src: goHead + "\treturn nil, nil\n}\n", want: "no matrix"},
 		{file: "cat.go", src: goHead + "\treturn nil, undefinedThing\n}\n", want: "line 3, column 14: undefined: undefinedThing"},
-		{file: "dan.go", src: goHead + "\tfor {\n\t}\n}\n", want: "did not finish within 10s"},
+		{file: "dan.go", src: goHead + "\tfor {\n\t}\n}\n", want: "did not finish within " + limitWant},
 		{file: "eve.go", src: goHead + "\tvar s []int\n\t_ = s[len(a.RowPtr)]\n\treturn nil, nil\n}\n", want: "panicked"},
 		{file: "shortcut.go", src: goHead + "\treturn sparse.GustavsonParallel(a, b)\n}\n", want: "uses sparse.GustavsonParallel, the library's own implementation"},
 		{file: "alias.go", src: "import sp \"gpulab/engine/sparse\"\n\n" + strings.ReplaceAll(goHead, "sparse.", "sp.") + "\treturn sp.DenseAccumulator(a, b)\n}\n",
+			want: "uses sparse.DenseAccumulator"},
+		{file: "twice.go", src: "import (\n\tsp \"gpulab/engine/sparse\"\n\tsq \"gpulab/engine/sparse\"\n)\n\n" + strings.ReplaceAll(goHead, "sparse.", "sq.") + "\treturn sp.GustavsonParallel(a, b)\n}\n",
+			want: "uses sparse.GustavsonParallel"},
+		{file: "plusalias.go", src: "import (\n\t\"gpulab/engine/sparse\"\n\tsp \"gpulab/engine/sparse\"\n)\n\n" + goHead + "\t_ = sp.Products\n\treturn sparse.DenseAccumulator(a, b)\n}\n",
+			want: "uses sparse.DenseAccumulator"},
+		{file: "dot.go", src: "import . \"gpulab/engine/sparse\"\n\n" + strings.ReplaceAll(goHead, "sparse.", "") + "\treturn DenseAccumulator(a, b)\n}\n",
 			want: "uses sparse.DenseAccumulator"},
 		{file: "reflect.go", src: "import \"reflect\"\n\nvar _ = reflect.TypeOf\n\n" + good, want: `imports "reflect"`},
 		{file: "forger.go", src: "func init() {\n\tfmt.Println(`{\"exercise\":\"sparse/gustavson\",\"compiled\":true,\"correct\":true,\"gflops\":999,\"pct_of_reference\":500}`)\n\tos.Exit(0)\n}\n\n" +
@@ -418,14 +553,14 @@ func TestGradeGo(t *testing.T) {
 			goHead + "\treturn nil, errors.New(\"a sleeper holds stdout\")\n}\n", want: "a sleeper holds stdout"},
 		{file: "forkbomb.go", src: "func init() {\n\tfor i := 0; i < 100000; i++ {\n" + strings.ReplaceAll(spawn(""), "\n\t", "\n\t\t") +
 			"\t\tif cmd.Start() != nil {\n\t\t\ttime.Sleep(10 * time.Millisecond)\n\t\t}\n\t}\n}\n\n" + goHead + "\treturn nil, nil\n}\n",
-			want: "did not finish within 10s"},
+			want: "did not finish within " + limitWant},
 		{file: "hog.go", src: goHead + "\tvar keep [][]byte\n\tfor len(keep) < 64 {\n\t\tb := make([]byte, 1<<30)\n\t\tfor j := 0; j < len(b); j += 4096 {\n\t\t\tb[j] = 1\n\t\t}\n\t\tkeep = append(keep, b)\n\t}\n\treturn nil, fmt.Errorf(\"held %d GiB\", len(keep))\n}\n",
 			want: "ended before it reported (exit status 2): runtime: out of memory", notWant: "held 64 GiB"},
 	}
-	rows, took := g.grade("sparse/gustavson", 10*time.Second, attacks)
+	rows, took := g.grade("sparse/gustavson", 10*time.Minute, attacks)
 	g.check(rows, attacks, sandboxed)
-	if limit := time.Duration(len(attacks))*10*time.Second + 2*time.Minute; took > limit { // builds have their own limit
-		t.Errorf("grading took %v, more than the time limits summed (%v)", took, limit)
+	if limit := g.timeBound(len(attacks), 2*time.Minute); took > limit { // builds have their own limit
+		t.Errorf("grading took %v, more than the reference's time and the time limits summed (%v)", took, limit)
 	}
 	md, _ := os.ReadFile(g.gradesMD)
 	if !strings.Contains(string(md), "debug: rows") {
@@ -435,20 +570,22 @@ func TestGradeGo(t *testing.T) {
 
 // TestGradeFallback grades without bubblewrap (--sandbox none): the time
 // limit, the rlimits and the sweep of escaped processes still hold, and
-// the table says that no sandbox was in force.
+// the table says that no sandbox was in force. It grades as an instructor
+// types the command, from the grade files' folder with relative paths.
 func TestGradeFallback(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
 	g := newGradeRun(t)
+	g.relative = true
 	attacks := []attack{
 		{file: "ann.go", src: solution(t, "sparse/gustavson", exercise.LangGo), correct: true},
-		{file: "dan.go", src: goHead + "\tfor {\n\t}\n}\n", want: "did not finish within 10s"},
+		{file: "dan.go", src: goHead + "\tfor {\n\t}\n}\n", want: "did not finish within " + limitWant},
 		{file: "detach.go", src: "func init() {\n\tcmd := exec.Command(\"/bin/sleep\", \"1000\")\n\tcmd.Env = []string{\"GPULAB_TEST_MARKER=" + g.marker + "\"}\n" +
 			"\tcmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}\n\tcmd.Start()\n}\n\n" + goHead + "\treturn nil, errors.New(\"a child was left behind\")\n}\n",
 			want: "a child was left behind"},
 	}
-	rows, _ := g.grade("sparse/gustavson", 10*time.Second, attacks, "--sandbox", "none")
+	rows, _ := g.grade("sparse/gustavson", 10*time.Minute, attacks, "--sandbox", "none")
 	g.check(rows, attacks, false)
 	md, _ := os.ReadFile(g.gradesMD)
 	if !strings.Contains(string(md), "Isolation: NO SANDBOX") {
@@ -535,11 +672,13 @@ func TestGradeUsage(t *testing.T) {
 }
 
 // TestGradeTables: the speed column is the exercise's unit, every cell is
-// escaped, a formula-like CSV cell is defused, and output and diagnoses
-// are fenced.
+// escaped, a formula-like CSV cell is defused, output and diagnoses are
+// fenced, and the time limit that applied is a column whose derivation is
+// a line under the table.
 func TestGradeTables(t *testing.T) {
+	limit := newTimeLimit(exercise.LangOpenCL, 3040*time.Millisecond, 10*time.Minute)
 	rows := []gradeRow{
-		{Student: "ann", Result: exercise.Result{Compiled: true, Correct: true, GFLOPS: 812.5, PctOfRef: 97}, Isolation: "bubblewrap (test)"},
+		{Student: "ann", Result: exercise.Result{Compiled: true, Correct: true, GFLOPS: 812.5, PctOfRef: 97}, Isolation: "bubblewrap (test)", Limit: limit.limit()},
 		{Student: "mallory | yes | yes | 50.0 | 100% |", Result: exercise.Result{Error: "x | y\nz", Output: "```\n| fake | row |"}},
 		{Student: "=HYPERLINK(\"http://evil\")", Result: exercise.Result{}},
 		{Student: "dan", Result: exercise.Result{Compiled: true, Diagnosis: "thread (3,1,0) read `A[85]` past the end\n```"}},
@@ -550,19 +689,26 @@ func TestGradeTables(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ unit, md, csv string }{
-		{exercise.UnitGFLOPS, "| student | compiled | correct | GFLOP/s | % of reference | error |", "student,compiled,correct,gflops,"},
-		{exercise.UnitGBps, "| student | compiled | correct | GB/s | % of reference | error |", "student,compiled,correct,gbps,"},
+		{exercise.UnitGFLOPS, "| student | compiled | correct | GFLOP/s | % of reference | limit | error |", "student,compiled,correct,gflops,"},
+		{exercise.UnitGBps, "| student | compiled | correct | GB/s | % of reference | limit | error |", "student,compiled,correct,gbps,"},
 	} {
-		md := gradeMarkdown(rows, tc.unit)
-		if !strings.HasPrefix(md, tc.md+"\n") || !strings.Contains(md, "| ann | yes | yes | 812 | 97% |") {
+		md := gradeMarkdown(rows, tc.unit, []timeLimit{limit})
+		if !strings.HasPrefix(md, tc.md+"\n") || !strings.Contains(md, "| ann | yes | yes | 812 | 97% | 32.4s |  |\n") {
 			t.Errorf("%s: markdown\n%s", tc.unit, md)
+		}
+		line := "\nTime limit (opencl): 32.4s = min(--timeout 10m0s, 4 × 3.1s + 20s), where 3.1s is the time the reference solution's check took here.\n"
+		if !strings.Contains(md, line) {
+			t.Errorf("%s: markdown lacks %q:\n%s", tc.unit, line, md)
+		}
+		if got := shownLimits(t, md, 10*time.Minute); len(got) != 1 || got[0] != (shownLimit{"opencl", 32400 * time.Millisecond, 3100 * time.Millisecond}) {
+			t.Errorf("%s: limits read back %v", tc.unit, got)
 		}
 		var tableRows int
 		table, _, _ := strings.Cut(md, "\nIsolation: ")
 		for _, l := range strings.Split(table, "\n") {
 			if cells := splitRow(l); len(cells) > 0 {
 				tableRows++
-				if len(cells) != 6 {
+				if len(cells) != 7 {
 					t.Errorf("a row of %d cells: %q", len(cells), l)
 				}
 			}
@@ -577,8 +723,31 @@ func TestGradeTables(t *testing.T) {
 			t.Errorf("diagnosis not shown, fenced:\n%s", md)
 		}
 		if csv := string(gradeCSV(rows, tc.unit)); !strings.HasPrefix(csv, tc.csv) || !strings.Contains(csv, `"'=HYPERLINK(""http://evil"")"`) ||
-			!strings.Contains(csv, ",isolation,diagnosis\n") || !strings.Contains(csv, "past the end") {
+			!strings.Contains(csv, ",isolation,diagnosis,limit\n") || !strings.Contains(csv, "past the end") || !strings.Contains(csv, ",bubblewrap (test),,32.4s\n") {
 			t.Errorf("%s: csv\n%s", tc.unit, csv)
+		}
+	}
+}
+
+// TestTimeLimit: a submission's limit is the reference solution's time,
+// rounded up to a tenth of a second, times limitMultiple plus
+// limitAllowance, at most the ceiling (--timeout).
+func TestTimeLimit(t *testing.T) {
+	for _, tc := range []struct {
+		took, ceiling, ref, limit time.Duration
+	}{
+		{3040 * time.Millisecond, 10 * time.Minute, 3100 * time.Millisecond, limitMultiple*3100*time.Millisecond + limitAllowance},
+		{time.Millisecond, time.Minute, 100 * time.Millisecond, limitMultiple*100*time.Millisecond + limitAllowance},
+		{2 * time.Second, 2 * time.Minute, 2 * time.Second, limitMultiple*2*time.Second + limitAllowance},
+		{40 * time.Second, 2 * time.Minute, 40 * time.Second, 2 * time.Minute},
+		{3 * time.Minute, 2 * time.Minute, 3 * time.Minute, 2 * time.Minute},
+	} {
+		l := newTimeLimit("go", tc.took, tc.ceiling)
+		if l.reference != tc.ref || l.limit() != tc.limit {
+			t.Errorf("took %v, ceiling %v: reference %v, limit %v; want %v, %v", tc.took, tc.ceiling, l.reference, l.limit(), tc.ref, tc.limit)
+		}
+		if got := shownLimits(t, l.String(), tc.ceiling); len(got) != 1 || got[0].limit != tc.limit {
+			t.Errorf("%q read back as %v", l, got)
 		}
 	}
 }
@@ -715,11 +884,13 @@ func TestGradeCUDA(t *testing.T) {
 		{file: "dbg.cu", src: strings.Replace(good, "{\n", "{\n    if (blockIdx.x == 0 && threadIdx.x == 0 && threadIdx.y == 0) printf(\"debug: M=%d\\n\", M);\n", 1), correct: true},
 		{file: "wrong.cu", src: gemmCUDAHead + rowCol + "  C[row * N + col] = 1.0f;\n}\n", want: "first wrong element"},
 		{file: "oob.cu", src: gemmCUDAHead + rowCol + "  C[(1ull << 40) + row * N + col] = 1.0f;\n}\n", want: "running it failed"},
+		{file: "before.cu", src: gemmCUDAHead + rowCol + "  float acc = 0.0f;\n  for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];\n  C[row * N + col - 1] = acc;\n}\n",
+			want: "wrote 1 element before the start of C (row -1 of a 1-row C)"},
 		{file: "forger.cu", src: gemmCUDAHead + "  if (blockIdx.x == 0 && threadIdx.x == 0 && threadIdx.y == 0) " + forged + "\n}\n", want: "first wrong element"},
-		{file: "endless.cu", src: gemmCUDAHead + "  for (;;) asm volatile(\"\");\n}\n", want: "did not finish within 30s"},
+		{file: "endless.cu", src: gemmCUDAHead + "  for (;;) asm volatile(\"\");\n}\n", want: "did not finish within " + limitWant},
 	}
 	g := newGradeRun(t)
-	rows, _ := g.grade("gemm/tiled", 30*time.Second, attacks)
+	rows, _ := g.grade("gemm/tiled", 10*time.Minute, attacks)
 	g.check(rows, attacks, sandboxed)
 	for _, name := range exercise.Names() {
 		e, _ := exercise.Lookup(name)
@@ -730,9 +901,85 @@ func TestGradeCUDA(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := newGradeRun(t)
 			ref := []attack{{file: "reference.cu", src: solution(t, name, f.Lang), correct: true}}
-			rows, _ := g.grade(name, 2*time.Minute, ref)
+			rows, _ := g.grade(name, 10*time.Minute, ref)
 			if row := rows["reference"]; !strings.Contains(row, "| yes | yes |") {
 				t.Errorf("the reference solution: %s", row)
+			}
+		})
+	}
+}
+
+// documentedCommand is the lab grade command that doc (a path) shows, as
+// lab's arguments: the first indented line that runs `go run ./lab grade`.
+func documentedCommand(t *testing.T, doc string) []string {
+	t.Helper()
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^ +go run \./lab (grade .*)$`).FindStringSubmatch(string(data))
+	if m == nil {
+		t.Fatalf("%s shows no `go run ./lab grade` command", doc)
+	}
+	if strings.ContainsAny(m[1], "\"'`$\\#|&;<>*?") {
+		t.Fatalf("%s: %q needs a shell to read it: write it plainly, or teach this test", doc, m[1])
+	}
+	return strings.Fields(m[1])
+}
+
+// TestGradeDocumentedCommand runs the grading commands of docs/teaching.md
+// and docs/course.md exactly as written, relative paths and all, from a
+// folder that holds submissions/ (and the course file the command names),
+// with GPULAB_ROOT set to the checkout: an honest OpenCL submission
+// passes, under a time limit derived from the reference's time, and the
+// grade files are written into that folder.
+func TestGradeDocumentedCommand(t *testing.T) {
+	sandboxed := needSandbox(t)
+	for _, doc := range []string{"teaching.md", "course.md"} {
+		t.Run(doc, func(t *testing.T) {
+			args := documentedCommand(t, filepath.Join("..", "docs", doc))
+			t.Logf("lab %s", strings.Join(args, " "))
+			name := args[slices.Index(args, "--exercise")+1]
+			e, err := exercise.Lookup(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := e.Flavor(exercise.LangOpenCL)
+			if err != nil {
+				t.Fatalf("%s: this test grades an OpenCL submission: %v", name, err)
+			}
+			if _, err := f.Devices(); err != nil {
+				t.Skip(err)
+			}
+			g := newGradeRun(t)
+			g.dir = filepath.Join(g.out, args[len(args)-1])
+			for flag, path := range map[string]*string{"--csv": &g.grades, "--md": &g.gradesMD} {
+				if i := slices.Index(args, flag); i >= 0 {
+					*path = filepath.Join(g.out, args[i+1])
+				}
+			}
+			if err := os.Mkdir(g.dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if i := slices.Index(args, "--course"); i >= 0 {
+				course := `{"seed": 20270114, "exercises": {}}`
+				if err := os.WriteFile(filepath.Join(g.out, args[i+1]), []byte(course), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A course refuses the public reference solution as published.
+			attacks := []attack{{file: "ann.cl", src: "// ann's kernel\n" + solution(t, name, exercise.LangOpenCL), correct: true}}
+			g.write(attacks)
+			t.Chdir(g.out)
+			rows, _ := g.run(args...)
+			g.check(rows, attacks, sandboxed)
+			if len(g.limits) != 1 || g.limits[0].lang != exercise.LangOpenCL || !strings.Contains(rows["ann"], "| "+g.limits[0].limit.String()+" |") {
+				t.Errorf("limits %v, row %s", g.limits, rows["ann"])
+			}
+			for _, file := range []string{"grades.csv", "grades.md"} {
+				if data, err := os.ReadFile(filepath.Join(g.out, file)); err != nil || !strings.Contains(string(data), "ann") {
+					t.Errorf("%s in the working directory: %v\n%s", file, err, data)
+				}
 			}
 		})
 	}

@@ -13,12 +13,16 @@ import (
 )
 
 // Automatic diagnosis: when a CUDA submission crashes, hangs or computes a
-// wrong result, the check runs it again on its small problems under
-// compute-sanitizer (memcheck, then racecheck), compiled with -lineinfo,
-// and translates the first report into the student's terms: which thread
-// touched which element of which argument, at which of their lines. The
-// rerun only ever adds text to the report (Result.Diagnosis); the verdict
-// is the check's, decided before it.
+// wrong result, the check runs it again under compute-sanitizer (memcheck,
+// then racecheck), compiled with -lineinfo and without guard zones, up to
+// the problem that failed (a small one, or one problem of the timing
+// size), and translates the first report into the student's terms: which
+// thread touched which element of which argument, or stopped at a trap or
+// an assert, at which of their lines. A rerun that did not run, or whose
+// tool ended without its summary, says so and why; only a rerun that ran
+// and finished clean says that it found nothing. The rerun only ever adds
+// text to the report (Result.Diagnosis); the verdict is the check's,
+// decided before it.
 
 // A SanitizerReport is one error that compute-sanitizer printed.
 type SanitizerReport struct {
@@ -37,6 +41,10 @@ type SanitizerReport struct {
 	// (memcheck's "… the nearest allocation at 0x… of size N bytes").
 	AllocBase, AllocSize uint64
 	Misaligned           bool
+	// Trap is a thread that stopped the kernel: __trap(), or a failed
+	// assert (memcheck's "Warp assert", the line then found in the
+	// program's output).
+	Trap bool
 	// Race is racecheck's pair of accesses: the kinds ("Write", "Read")
 	// and the lines of each.
 	Race *Race
@@ -90,7 +98,7 @@ func ParseSanitizer(tool, log string) []SanitizerReport {
 			end()
 		case !indented && startsReport(line):
 			end()
-			cur = &SanitizerReport{Tool: tool, Summary: line, Text: []string{line}}
+			cur = &SanitizerReport{Tool: tool, Summary: line, Text: []string{line}, Trap: startsTrap(line)}
 			if m := invalidAccess.FindStringSubmatch(line); m != nil {
 				cur.Space, cur.Access = m[1], m[2]
 				cur.Size, _ = strconv.Atoi(m[3])
@@ -106,7 +114,7 @@ func ParseSanitizer(tool, log string) []SanitizerReport {
 }
 
 // startsReport says whether a line opens a report: memcheck's "Invalid
-// __global__ read …" and "Program hit …", racecheck's "Error: Race
+// __global__ read …", "Program hit …" and traps, racecheck's "Error: Race
 // reported …" (ERROR: in older tools) and "Warning: …".
 func startsReport(line string) bool {
 	lower := strings.ToLower(line)
@@ -115,8 +123,21 @@ func startsReport(line string) bool {
 			return true
 		}
 	}
-	return false
+	return startsTrap(line)
 }
+
+// startsTrap says whether a line opens memcheck's report of a thread that
+// stopped the kernel: "Trace/breakpoint trap" (__trap()), "Warp assert"
+// (a failed assert).
+func startsTrap(line string) bool {
+	lower := strings.ToLower(line)
+	return strings.HasPrefix(lower, "trace/breakpoint trap") || strings.HasPrefix(lower, "warp assert") || strings.HasPrefix(lower, "device-side assert")
+}
+
+// failedAssert finds a device assert's own message in a program's output:
+// "exercise.cu:12: void sgemm(…): block: [0,0,0], thread: [5,0,0]
+// Assertion `row < M` failed."
+var failedAssert = regexp.MustCompile(`(\S+):(\d+): [^\n]*?block: \[(\d+),(\d+),(\d+)\], thread: \[(\d+),(\d+),(\d+)\] Assertion (.+?) failed`)
 
 // detail reads one indented line of a report.
 func (r *SanitizerReport) detail(line string) {
@@ -199,19 +220,19 @@ func atois(s []string) []int {
 // A param is a kernel parameter as the student named it.
 type param struct{ typ, name string }
 
-var kernelDecl = regexp.MustCompile(`__global__[^(]*?\b(\w+)\s*\(([^)]*)\)`)
-
-// kernelParams reads the parameters of kernel entry from src (the names
-// the student gave them), or from decl (the declaration the exercise
-// asks for) when src does not declare it plainly.
+// kernelParams reads the parameters of kernel entry, a CUDA __global__
+// function or an OpenCL __kernel, from src (the names the student gave
+// them), or from decl (the declaration the exercise asks for) when src
+// does not declare it plainly.
 func kernelParams(src, decl, entry string) []param {
+	kernelDecl, err := regexp.Compile(`(?:__global__|__kernel|\bkernel)\b[^;{}]*?\b` + regexp.QuoteMeta(entry) + `\s*\(([^)]*)\)`)
+	if err != nil {
+		return nil
+	}
 	for _, text := range []string{src, decl} {
 		for _, m := range kernelDecl.FindAllStringSubmatch(text, -1) {
-			if m[1] != entry {
-				continue
-			}
 			var ps []param
-			for _, p := range strings.Split(m[2], ",") {
+			for _, p := range strings.Split(m[1], ",") {
 				f := strings.FieldsFunc(p, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '*' || r == '&' })
 				if len(f) == 0 {
 					continue
@@ -239,12 +260,17 @@ func argBytes(a any) (int, bool) {
 }
 
 // Explain turns a report into the student's terms: who (thread and
-// block), what (the argument and the element, for a global access), where
-// (their line, quoted from src) and, for a race, the two lines and the
-// shared array they share. tasks are the launches of the rerun, the last
-// one the one that failed: their arguments tell which buffer the address
-// belongs to.
-func (r SanitizerReport) Explain(src string, tasks []wire.Task) string {
+// block), what (the argument and the element, for a global access; a
+// NULL pointer; a trap or a failed assert), where (their line, quoted
+// from src) and, for a race, the two lines and the shared array they
+// share. tasks are the launches of the rerun, the last one the one that
+// failed: their arguments tell which buffer the address belongs to.
+// output is what the rerun's program printed, where a failed assert's
+// message is.
+func (r SanitizerReport) Explain(src string, tasks []wire.Task, output string) string {
+	if r.Trap {
+		return r.explainTrap(src, output)
+	}
 	where := r.where(src)
 	if r.Race != nil && r.Race.Second != "" {
 		return explainRace(*r.Race, src)
@@ -265,6 +291,9 @@ func (r SanitizerReport) Explain(src string, tasks []wire.Task) string {
 		return fmt.Sprintf("%s %s %s memory out of its bounds (address %#x, %d bytes)%s", who, verb, r.Space, r.Address, r.Size, where)
 	}
 	what := fmt.Sprintf("address %#x, in no allocation of the check's", r.Address)
+	if r.Address < 1<<16 {
+		what = fmt.Sprintf("address %#x, through a NULL pointer: one never set, or the NULL that malloc in a kernel returns when the device heap cannot hold what it asks", r.Address)
+	}
 	if names, n, ok := r.argument(src, tasks); ok {
 		index := (int64(r.Address) - int64(r.AllocBase)) / 4
 		elems := make([]string, len(names))
@@ -280,6 +309,45 @@ func (r SanitizerReport) Explain(src string, tasks []wire.Task) string {
 		}
 	}
 	return fmt.Sprintf("%s %s %s%s", who, verb, what, where)
+}
+
+// explainTrap says where a thread stopped the kernel: memcheck's line for
+// __trap(), or for a failed assert the assert's own message in the
+// program's output (memcheck names only __assertfail).
+func (r SanitizerReport) explainTrap(src, output string) string {
+	who := ""
+	if r.Thread != nil {
+		who = fmt.Sprintf(" (thread (%d,%d,%d) of block (%d,%d,%d))", r.Thread[0], r.Thread[1], r.Thread[2], r.Block[0], r.Block[1], r.Block[2])
+	}
+	if m := failedAssert.FindStringSubmatch(output); m != nil {
+		line, _ := strconv.Atoi(m[2])
+		at := fmt.Sprintf(" at %s:%d", m[1], line)
+		if studentFile(m[1]) {
+			at = fmt.Sprintf(" at your line %d%s", line, quoteLine(src, line))
+		}
+		return fmt.Sprintf("the kernel stopped at a trap or assert%s: assertion %s failed in thread (%s,%s,%s) of block (%s,%s,%s)", at, m[9], m[6], m[7], m[8], m[3], m[4], m[5])
+	}
+	return fmt.Sprintf("the kernel stopped at a trap or assert%s%s", r.trapWhere(src), who)
+}
+
+// trapWhere is where, for a trap: the line info of a trap can name the
+// statement after it, so where the named line holds no __trap() or assert
+// and one of the three lines before it does, that line is named, and the
+// tool's line said too.
+func (r SanitizerReport) trapWhere(src string) string {
+	lines := strings.Split(src, "\n")
+	isTrap := func(n int) bool {
+		return n >= 1 && n <= len(lines) && (strings.Contains(lines[n-1], "__trap") || strings.Contains(lines[n-1], "assert"))
+	}
+	if !studentFile(r.File) || isTrap(r.Line) {
+		return r.where(src)
+	}
+	for n := r.Line - 1; n >= r.Line-3; n-- {
+		if isTrap(n) {
+			return fmt.Sprintf(" at your line %d%s (compute-sanitizer's line information names line %d)", n, quoteLine(src, n), r.Line)
+		}
+	}
+	return r.where(src)
 }
 
 // where is " at your line N: `code`", " at header.cuh:N" for a line of

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,8 +39,12 @@ const maxSanitizerLog = 64 << 10
 // computed a wrong result or hung (which can stop the check before it
 // knows the kernel compiled).
 func NeedsDiagnosis(lang string, r Result) bool {
-	return lang == LangCUDA && !r.Correct && !r.Unavailable && (r.Compiled || strings.Contains(r.Error, "did not finish within"))
+	return lang == LangCUDA && !r.Correct && !r.Unavailable && (r.Compiled || TimedOut(r))
 }
+
+// TimedOut says whether a check stopped at its time limit (a kernel that
+// hung), as its error says.
+func TimedOut(r Result) bool { return strings.Contains(r.Error, "did not finish within") }
 
 // NotDiagnosed is the report's line for a failed kernel that no
 // sanitizer can rerun here: an OpenCL kernel, or a CUDA one where why
@@ -58,38 +63,71 @@ func SanitizerArgs(tool, logFile string, program ...string) []string {
 	return append([]string{"--tool", tool, "--log-file", logFile, "--print-limit", "10"}, program...)
 }
 
-// A Rerun runs a check once more under compute-sanitizer's tool and
-// returns the sanitizer's log and the tasks that ran (the last one the
-// one that failed). Its error is for a rerun that could not start; a
-// kernel that crashes is what it is there for.
-type Rerun func(tool string) (log string, tasks []wire.Task, err error)
+// A Rerun runs a check once more under compute-sanitizer's tool. Its
+// error is for a rerun that could not start; a kernel that crashes is what
+// it is there for.
+type Rerun func(tool string) (RerunResult, error)
+
+// RerunResult is what a rerun gave.
+type RerunResult struct {
+	Log    string      // the sanitizer's log, or where it wrote none, the program's output
+	Output string      // what the program printed (a failed assert's message)
+	Tasks  []wire.Task // the tasks that ran, the last one the one that failed
+	// TimedOut says the rerun was stopped at its limit, Limit: a kernel
+	// still running.
+	TimedOut bool
+	Limit    time.Duration
+}
+
+// finished says whether the tool ran the program to its end and wrote its
+// summary ("ERROR SUMMARY", racecheck's "RACECHECK SUMMARY").
+func (r RerunResult) finished() bool {
+	return strings.Contains(r.Log, "ERROR SUMMARY") || strings.Contains(r.Log, "RACECHECK SUMMARY")
+}
 
 // Diagnose reruns a failed kernel under memcheck, then under racecheck if
 // memcheck found nothing on the device, and explains the first device-side
-// error found (an access or a race) in the student's terms
-// (SanitizerReport.Explain). A host-side report alone ("Program hit … on
-// CUDA API call to …") is said only when neither tool found anything on the
-// device. It is the text of Result.Diagnosis: shown to the student, never
-// part of the verdict.
-func Diagnose(src string, rerun Rerun) string {
+// error found (an access, a trap or an assert, a race) in the student's
+// terms (SanitizerReport.Explain). hung says the check itself stopped at
+// its time limit: a kernel still running at the rerun's limit is then
+// said as such, and racecheck is not tried after it; otherwise a rerun cut
+// at its limit is a sanitizer too slow, and said so. A host-side
+// report alone ("Program hit … on CUDA API call to …") is said only when
+// neither tool found anything on the device. A tool that did not run the
+// kernel, or ended without its summary, is said with why; only reruns that
+// ran the kernel and finished clean give "found nothing". It is the text of
+// Result.Diagnosis: shown to the student, never part of the verdict.
+func Diagnose(src string, hung bool, rerun Rerun) string {
 	var trouble []string
 	hostSide := ""
 	for _, tool := range SanitizerTools {
-		log, tasks, err := rerun(tool)
+		rr, err := rerun(tool)
 		if err != nil {
 			return NotDiagnosed(LangCUDA, err)
 		}
-		reports := ParseSanitizer(tool, log)
+		reports := ParseSanitizer(tool, rr.Log)
 		for _, r := range reports {
-			if r.Access != "" || r.Race != nil {
-				return fmt.Sprintf("compute-sanitizer (%s), rerunning the small problems: %s", tool, r.Explain(src, tasks))
+			if r.Access != "" || r.Race != nil || r.Trap {
+				return fmt.Sprintf("compute-sanitizer (%s), rerunning the check: %s", tool, r.Explain(src, rr.Tasks, rr.Output))
 			}
 		}
-		if len(reports) > 0 && hostSide == "" {
-			hostSide = fmt.Sprintf("compute-sanitizer (%s), rerunning the small problems: %s", tool, reports[0].Explain(src, tasks))
+		if rr.TimedOut && !hung {
+			trouble = append(trouble, fmt.Sprintf("%s did not finish rerunning the check within %v (the sanitizer slows a kernel down a hundredfold and more)", tool, rr.Limit))
+			continue
 		}
-		if !strings.Contains(log, "COMPUTE-SANITIZER") {
-			trouble = append(trouble, fmt.Sprintf("%s did not report (%s)", tool, lastLogLine(log)))
+		if rr.TimedOut {
+			return fmt.Sprintf("compute-sanitizer (%s), rerunning the check: the kernel did not finish: it was still running %v after the rerun began, on its %s launch%s. "+
+				"Where it runs compute-sanitizer cannot say (not measured): look for a loop whose exit some threads never reach, or a __syncthreads() that not every thread of the block reaches",
+				tool, rr.Limit, ordinal(len(rr.Tasks)), launchShape(rr.Tasks))
+		}
+		if len(reports) > 0 && hostSide == "" {
+			hostSide = fmt.Sprintf("compute-sanitizer (%s), rerunning the check: %s", tool, reports[0].Explain(src, rr.Tasks, rr.Output))
+		}
+		switch {
+		case !rr.finished():
+			trouble = append(trouble, fmt.Sprintf("%s ended without its summary (%s)", tool, lastLogLine(rr.Log)))
+		case len(rr.Tasks) == 0:
+			trouble = append(trouble, fmt.Sprintf("%s never reached the kernel: the check process did not run under it (%s)", tool, lastLogLine(rr.Output)))
 		}
 	}
 	switch {
@@ -98,7 +136,32 @@ func Diagnose(src string, rerun Rerun) string {
 	case len(trouble) > 0:
 		return "not diagnosed: " + strings.Join(trouble, "; ")
 	}
-	return "compute-sanitizer found no out-of-bounds or misaligned access (memcheck) and no shared-memory race (racecheck) on the small problems: look at the arithmetic and at which elements each thread computes"
+	return "compute-sanitizer found no out-of-bounds or misaligned access (memcheck) and no shared-memory race (racecheck), rerunning the check up to the problem that failed: look at the arithmetic and at which elements each thread computes"
+}
+
+// ordinal is 1st, 2nd, 3rd, 4th...
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
+}
+
+// launchShape is " (grid X×Y×Z of blocks of X×Y×Z threads)" for the last
+// task, or "".
+func launchShape(ts []wire.Task) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	g, b := wire.Dims(ts[len(ts)-1].Grid), wire.Dims(ts[len(ts)-1].Block)
+	return fmt.Sprintf(" (a grid of %d×%d×%d blocks of %d×%d×%d threads)", g[0], g[1], g[2], b[0], b[1], b[2])
 }
 
 func lastLogLine(log string) string {
@@ -106,38 +169,68 @@ func lastLogLine(log string) string {
 	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
 		return l
 	}
-	return "an empty log"
+	return "nothing written"
 }
 
-// errRerunDone ends a rerun where the check times its kernel.
-var errRerunDone = errors.New("diagnosis: the small problems are done")
+// errRerunDone ends a rerun where the check times its kernel, or once
+// the sanitizer has reported what it is there for.
+var errRerunDone = errors.New("diagnosis: the rerun is done")
 
 // A SanitizedRunner is the student's runner during a rerun under
 // compute-sanitizer: it compiles every task with -lineinfo, so that the
-// sanitizer names the student's lines; it runs the check's small problems,
-// which come one task at a time, and refuses the first batch, the timing
-// problems, which would take 10 to 100 times longer under the sanitizer.
-// It keeps the tasks that ran.
+// sanitizer names the student's lines, and without guard zones, so that a
+// stray access is out of bounds for the sanitizer. It runs the check's
+// small problems, which come one task at a time; under memcheck it then
+// runs the first task of the first batch, one problem of the timing size
+// (an access that lands in another allocation on a small problem may fault
+// only there), and ends the rerun: a batch would take 10 to 100 times
+// longer under the sanitizer, and racecheck's a thousand times. It ends the
+// rerun as soon as the sanitizer's log holds a report from the device. It
+// keeps the tasks that ran.
 type SanitizedRunner struct {
-	run   Runner
-	mu    sync.Mutex
-	tasks []wire.Task
+	run     Runner
+	timing  bool   // run one timing problem (memcheck)
+	logFile string // the sanitizer's log, read between tasks
+	mu      sync.Mutex
+	tasks   []wire.Task
 }
 
-// NewSanitizedRunner wraps run for a rerun.
-func NewSanitizedRunner(run Runner) *SanitizedRunner { return &SanitizedRunner{run: run} }
+// NewSanitizedRunner wraps run for a rerun under tool, whose log is
+// logFile.
+func NewSanitizedRunner(run Runner, tool, logFile string) *SanitizedRunner {
+	return &SanitizedRunner{run: run, timing: tool == "memcheck", logFile: logFile}
+}
 
-// Run runs a single task with -lineinfo added; a batch ends the rerun.
+// Run runs a single task with -lineinfo added and no guard zones; of a
+// batch it runs the first task alone under memcheck, then ends the rerun.
 func (d *SanitizedRunner) Run(ts []wire.Task) ([][][]uint32, time.Duration, error) {
-	if len(ts) != 1 {
+	if len(ts) == 0 || len(ts) > 1 && !d.timing || d.reported() {
 		return nil, 0, errRerunDone
 	}
 	t := ts[0]
-	t.Options = append(slices.Clip(t.Options), "-lineinfo")
+	t.Options, t.Guard = append(slices.Clip(t.Options), "-lineinfo"), 0
 	d.mu.Lock()
 	d.tasks = append(d.tasks, t)
 	d.mu.Unlock()
-	return d.run.Run([]wire.Task{t})
+	outs, took, err := d.run.Run([]wire.Task{t})
+	if err == nil && len(ts) > 1 {
+		err = errRerunDone
+	}
+	return outs, took, err
+}
+
+// reported says whether the sanitizer's log already holds a report from
+// the device.
+func (d *SanitizedRunner) reported() bool {
+	if d.logFile == "" {
+		return false
+	}
+	for _, r := range ParseSanitizer("", ReadLog(d.logFile)) {
+		if r.Access != "" || r.Race != nil || r.Trap {
+			return true
+		}
+	}
+	return false
 }
 
 // Tasks are the tasks the rerun ran, in order.
@@ -184,24 +277,24 @@ func serveIfDiagnosisWorker() {
 // own process, so the rerun needs no sandbox; under lab grade, the
 // grader's Rerun starts the worker in one.
 func (e Exercise) rerunHere(f Flavor, src string, info engine.Info) Rerun {
-	return func(tool string) (string, []wire.Task, error) {
+	return func(tool string) (RerunResult, error) {
 		sanitizer, err := cuda.Tool("compute-sanitizer")
 		if err != nil {
-			return "", nil, err
+			return RerunResult{}, err
 		}
 		exe, err := os.Executable()
 		if err != nil {
-			return "", nil, err
+			return RerunResult{}, err
 		}
 		dir, err := os.MkdirTemp("", "gpulab-sanitizer-*")
 		if err != nil {
-			return "", nil, err
+			return RerunResult{}, err
 		}
 		defer os.RemoveAll(dir)
 		logFile := filepath.Join(dir, "sanitizer.log")
 		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return "", nil, err
+			return RerunResult{}, err
 		}
 		ours, theirs := os.NewFile(uintptr(fds[0]), "worker"), os.NewFile(uintptr(fds[1]), "check")
 		defer ours.Close()
@@ -213,16 +306,17 @@ func (e Exercise) rerunHere(f Flavor, src string, info engine.Info) Rerun {
 		err = cmd.Start()
 		theirs.Close()
 		if err != nil {
-			return "", nil, fmt.Errorf("starting %s: %w", sanitizer, err)
+			return RerunResult{}, fmt.Errorf("starting %s: %w", sanitizer, err)
 		}
-		runner := e.judgeOver(ctx, ours, wire.Setup{Exercise: e.Name, Lang: f.Lang, Device: info.ID, Source: src}, f, src, info)
+		runner := e.judgeOver(ctx, ours, wire.Setup{Exercise: e.Name, Lang: f.Lang, Device: info.ID, Source: src}, f, src, info, tool, logFile)
+		timedOut := ctx.Err() != nil
 		cancel() // what is left of the worker ends now
 		cmd.Wait()
-		log := ReadLog(logFile)
-		if log == "" {
-			log = out.String()
+		rr := RerunResult{Output: out.String(), Tasks: runner.Tasks(), TimedOut: timedOut, Limit: DiagnosisTimeout}
+		if rr.Log = ReadLog(logFile); rr.Log == "" {
+			rr.Log = out.String()
 		}
-		return log, runner.Tasks(), nil
+		return rr, nil
 	}
 }
 
@@ -251,10 +345,10 @@ func (w *tailWriter) String() string {
 // judgeOver speaks package wire on sock to a rerun's worker and judges it
 // with a SanitizedRunner, whose tasks it returns; what the check decides
 // is dropped.
-func (e Exercise) judgeOver(ctx context.Context, sock *os.File, setup wire.Setup, f Flavor, src string, info engine.Info) *SanitizedRunner {
+func (e Exercise) judgeOver(ctx context.Context, sock *os.File, setup wire.Setup, f Flavor, src string, info engine.Info, tool, logFile string) *SanitizedRunner {
 	runner := NewSanitizedRunner(runnerFunc(func([]wire.Task) ([][][]uint32, time.Duration, error) {
 		return nil, 0, errors.New("diagnosis: the worker did not start")
-	}))
+	}), tool, logFile)
 	nc, err := net.FileConn(sock)
 	if err != nil {
 		return runner

@@ -3,6 +3,7 @@ package exercise
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +107,50 @@ some output the program printed
 `
 	clean = `========= COMPUTE-SANITIZER
 ========= ERROR SUMMARY: 0 errors
+`
+)
+
+// Logs recorded on an H200 (compute-sanitizer of CUDA 13.0, driver
+// 580.159) from a CUDA program built with -lineinfo, the file name changed
+// to the exercise's: memcheckTrap from a __trap() at line 5, memcheckAssert
+// from a failed assert at line 6 (its message, the device's printf, goes
+// to the program's output: assertOutput), memcheckNULL from a write
+// through the NULL that a failed device malloc returned, at line 7;
+// memcheckHung is what a rerun killed at its limit leaves.
+const (
+	memcheckTrap = `========= COMPUTE-SANITIZER
+========= Trace/breakpoint trap
+=========     at sgemm(int, int, int, const float *, const float *, float *)+0x3f0 in exercise.cu:5
+=========     by thread (3,0,0) in block (0,0,0)
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: main [0x8d42] in k
+========= 
+========= Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" on CUDA API call to cudaDeviceSynchronize.
+=========     Saved host backtrace up to driver entry point at error
+=========         Host Frame: main [0x8d47] in k
+========= 
+========= ERROR SUMMARY: 2 errors
+`
+	memcheckAssert = `========= COMPUTE-SANITIZER
+========= Warp assert
+=========     at __assertfail+0x19a0
+========= 
+========= ERROR SUMMARY: 1 error
+`
+	assertOutput = "exercise.cu:6: void sgemm(int, int, int, const float *, const float *, float *): block: [0,0,0], thread: [5,0,0] Assertion `i < 5` failed.\n" +
+		"exercise.cu:6: void sgemm(int, int, int, const float *, const float *, float *): block: [0,0,0], thread: [6,0,0] Assertion `i < 5` failed.\n"
+	memcheckNULL = `========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at sgemm(int, int, int, const float *, const float *, float *)+0x1f0 in exercise.cu:7
+=========     by thread (0,0,0) in block (0,0,0)
+=========     Access to 0x0 is out of bounds
+=========     and is 8,680,112,128 bytes before the nearest allocation at 0x205600000 of size 8,388,864 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: main [0x8d42] in k
+========= 
+========= ERROR SUMMARY: 1 error
+`
+	memcheckHung = `========= COMPUTE-SANITIZER
 `
 )
 
@@ -239,67 +284,114 @@ func TestExplain(t *testing.T) {
 		if len(reports) == 0 {
 			t.Fatalf("%s: no report from the device", tc.name)
 		}
-		if got := reports[0].Explain(tc.src, tc.tasks); !strings.HasPrefix(got, tc.want) {
+		if got := reports[0].Explain(tc.src, tc.tasks, ""); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
 		}
 	}
 }
 
 // TestDiagnose: memcheck first, racecheck when memcheck is clean, a
-// clean bill when both are, and a rerun that cannot start said as such.
+// clean bill only when both ran the kernel and finished, a trap, an
+// assert, a NULL write and a hang in the student's terms, and a rerun that
+// cannot start, never reached the kernel or ended without its summary said
+// as such.
 func TestDiagnose(t *testing.T) {
 	small := []wire.Task{gemmTask(gemm.Shape{M: 17, N: 33, K: 5})}
 	logs := func(memcheck, race string) Rerun {
-		return func(tool string) (string, []wire.Task, error) {
+		return func(tool string) (RerunResult, error) {
 			if tool == "memcheck" {
-				return memcheck, small, nil
+				return RerunResult{Log: memcheck, Tasks: small}, nil
 			}
-			return race, small, nil
+			return RerunResult{Log: race, Tasks: small}, nil
 		}
 	}
+	// The lines the recorded trap, assert and NULL write name: 5, 6 and 7.
+	trapSrc := "\nline 2\nline 3\nline 4\n    if (row >= M) __trap();\n    assert(i < 5);\n    scratch[threadIdx.x] = acc;\n"
 	for _, tc := range []struct {
 		name  string
 		rerun Rerun
 		want  string
+		src   string // tiledGEMM if ""
 	}{
-		{"memcheck finds it", logs(memcheckNew, racecheck), "compute-sanitizer (memcheck), rerunning the small problems: thread (1,1,0) of block (1,0,0) read `A[85]`"},
-		{"racecheck finds it", logs(clean, racecheck), "compute-sanitizer (racecheck), rerunning the small problems: a race on `As[ty][tx]`"},
-		{"nothing found", logs(clean, clean), "compute-sanitizer found no out-of-bounds or misaligned access"},
-		{"CUDA 13: memcheck finds it after an API error", logs(memcheck13, racecheck13), "compute-sanitizer (memcheck), rerunning the small problems: thread (0,1,0) of block (0,0,0) read "},
-		{"an API error alone does not hide a race", logs(hostOnly13, racecheck13), "compute-sanitizer (racecheck), rerunning the small problems: a race "},
-		{"an API error alone is said", logs(hostOnly13, clean), "compute-sanitizer (memcheck), rerunning the small problems: compute-sanitizer (memcheck): Program hit CUDA_ERROR_INVALID_VALUE"},
-		{"no log", logs("", ""), "not diagnosed: memcheck did not report (an empty log)"},
-		{"no sanitizer", func(string) (string, []wire.Task, error) {
-			return "", nil, errors.New("compute-sanitizer is not on PATH, nor in /usr/local/cuda/bin")
-		}, "not diagnosed: compute-sanitizer is not on PATH, nor in /usr/local/cuda/bin (compute-sanitizer comes with the CUDA toolkit)"},
+		{"memcheck finds it", logs(memcheckNew, racecheck), "compute-sanitizer (memcheck), rerunning the check: thread (1,1,0) of block (1,0,0) read `A[85]`", ""},
+		{"racecheck finds it", logs(clean, racecheck), "compute-sanitizer (racecheck), rerunning the check: a race on `As[ty][tx]`", ""},
+		{"nothing found", logs(clean, clean), "compute-sanitizer found no out-of-bounds or misaligned access", ""},
+		{"CUDA 13: memcheck finds it after an API error", logs(memcheck13, racecheck13), "compute-sanitizer (memcheck), rerunning the check: thread (0,1,0) of block (0,0,0) read ", ""},
+		{"an API error alone does not hide a race", logs(hostOnly13, racecheck13), "compute-sanitizer (racecheck), rerunning the check: a race ", ""},
+		{"an API error alone is said", logs(hostOnly13, clean), "compute-sanitizer (memcheck), rerunning the check: compute-sanitizer (memcheck): Program hit CUDA_ERROR_INVALID_VALUE", ""},
+		{"a trap", logs(memcheckTrap, clean), "compute-sanitizer (memcheck), rerunning the check: the kernel stopped at a trap or assert at your line 5: `if (row >= M) __trap();` (thread (3,0,0) of block (0,0,0))", trapSrc},
+		{"an assert", func(string) (RerunResult, error) {
+			return RerunResult{Log: memcheckAssert, Output: assertOutput, Tasks: small}, nil
+		},
+			"compute-sanitizer (memcheck), rerunning the check: the kernel stopped at a trap or assert at your line 6: `assert(i < 5);`: assertion `i < 5` failed in thread (5,0,0) of block (0,0,0)", trapSrc},
+		{"a NULL write", logs(memcheckNULL, clean), "compute-sanitizer (memcheck), rerunning the check: thread (0,0,0) of block (0,0,0) wrote address 0x0, through a NULL pointer", trapSrc},
+		{"a hang", func(tool string) (RerunResult, error) {
+			if tool != "memcheck" {
+				t.Errorf("racecheck ran after memcheck's rerun timed out")
+			}
+			return RerunResult{Log: memcheckHung, Tasks: append(small, small...), TimedOut: true, Limit: 2 * time.Minute}, nil
+		}, "compute-sanitizer (memcheck), rerunning the check: the kernel did not finish: it was still running 2m0s after the rerun began, on its 2nd launch (a grid of 1×1×1 blocks of 1×1×1 threads). Where it runs compute-sanitizer cannot say (not measured)", ""},
+		{"a sanitizer too slow is no hang", func(tool string) (RerunResult, error) {
+			return RerunResult{Log: memcheckHung, Tasks: small, TimedOut: true, Limit: time.Minute}, nil
+		}, "not diagnosed: memcheck did not finish rerunning the check within 1m0s (the sanitizer slows a kernel down a hundredfold and more); racecheck did not finish", ""},
+		{"a trap whose line info names the next line", logs(strings.Replace(memcheckTrap, "exercise.cu:5", "exercise.cu:6", 1), clean),
+			"compute-sanitizer (memcheck), rerunning the check: the kernel stopped at a trap or assert at your line 5: `if (row >= M) __trap();` (compute-sanitizer's line information names line 6)",
+			strings.Replace(trapSrc, "assert(i < 5);", "for (int k0 = 0; k0 < K; k0 += TILE) {", 1)},
+		{"no log", logs("", ""), "not diagnosed: memcheck ended without its summary (nothing written); racecheck ended without its summary (nothing written)", ""},
+		{"the sanitizer ran, the kernel never did", func(string) (RerunResult, error) {
+			return RerunResult{Log: clean, Output: "exec: /tmp/gpulab-grade-1/trampoline: no such file or directory"}, nil
+		}, "not diagnosed: memcheck never reached the kernel: the check process did not run under it (exec: /tmp/gpulab-grade-1/trampoline: no such file or directory)", ""},
+		{"no sanitizer", func(string) (RerunResult, error) {
+			return RerunResult{}, errors.New("compute-sanitizer is not on PATH, nor in /usr/local/cuda/bin")
+		}, "not diagnosed: compute-sanitizer is not on PATH, nor in /usr/local/cuda/bin (compute-sanitizer comes with the CUDA toolkit)", ""},
 	} {
-		if got := Diagnose(tiledGEMM, tc.rerun); !strings.HasPrefix(got, tc.want) {
+		if tc.src == "" {
+			tc.src = tiledGEMM
+		}
+		if got := Diagnose(tc.src, tc.name == "a hang", tc.rerun); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
 		}
 	}
 }
 
-// TestSanitizedRunner: single tasks run with -lineinfo added (the
-// caller's options untouched), a batch ends the rerun, and the tasks are
-// kept in order.
+// TestSanitizedRunner: single tasks run with -lineinfo added and no
+// guard zones (the caller's task untouched); of a batch the first task
+// runs and the rerun ends; the tasks are kept in order.
 func TestSanitizedRunner(t *testing.T) {
 	var seen [][]string
 	inner := runnerFunc(func(ts []wire.Task) ([][][]uint32, time.Duration, error) {
 		seen = append(seen, ts[0].Options)
 		return [][][]uint32{nil}, 0, nil
 	})
-	d := NewSanitizedRunner(inner)
+	d := NewSanitizedRunner(inner, "memcheck", "")
 	opts := []string{"-DVEC=1"}
 	for range 2 {
 		if _, _, err := d.Run([]wire.Task{{Entry: "sgemm", Options: opts}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := d.Run(make([]wire.Task, timedBatch)); !errors.Is(err, errRerunDone) {
+	batch := make([]wire.Task, timedBatch)
+	batch[0].Guard = 4096
+	if _, _, err := d.Run(batch); !errors.Is(err, errRerunDone) {
 		t.Errorf("a batch: %v", err)
 	}
-	if len(seen) != 2 || strings.Join(seen[0], " ") != "-DVEC=1 -lineinfo" || len(opts) != 1 || len(d.Tasks()) != 2 {
-		t.Errorf("options seen %q, caller's %q, %d tasks kept", seen, opts, len(d.Tasks()))
+	if len(seen) != 3 || strings.Join(seen[0], " ") != "-DVEC=1 -lineinfo" || len(opts) != 1 || len(d.Tasks()) != 3 {
+		t.Errorf("options seen %q, caller's %q, %d tasks kept (the batch's first one runs)", seen, opts, len(d.Tasks()))
+	}
+	if g := d.Tasks()[2].Guard; g != 0 || batch[0].Guard != 4096 {
+		t.Errorf("the rerun's task has guard zones of %d words (the caller's %d): the sanitizer would not see a stray access", g, batch[0].Guard)
+	}
+	// racecheck runs no timing problem; a log with a device report ends
+	// the rerun before the next task.
+	race := NewSanitizedRunner(inner, "racecheck", "")
+	if _, _, err := race.Run(batch); !errors.Is(err, errRerunDone) || len(race.Tasks()) != 0 {
+		t.Errorf("racecheck ran a batch's task: %v, %d tasks", err, len(race.Tasks()))
+	}
+	logFile := filepath.Join(t.TempDir(), "log")
+	os.WriteFile(logFile, []byte(memcheckOld), 0o644)
+	done := NewSanitizedRunner(inner, "memcheck", logFile)
+	if _, _, err := done.Run([]wire.Task{{Entry: "sgemm"}}); !errors.Is(err, errRerunDone) || len(done.Tasks()) != 0 {
+		t.Errorf("a rerun went on after the sanitizer's report: %v, %d tasks", err, len(done.Tasks()))
 	}
 }
 
@@ -415,8 +507,8 @@ func TestDiagnosisOnGPU(t *testing.T) {
 		}
 		rerun := e.rerunHere(f, tc.src, infos[0])
 		for _, tool := range SanitizerTools {
-			log, tasks, err := rerun(tool)
-			t.Logf("%s, %s (%d tasks, %v):\n%s", tc.name, tool, len(tasks), err, log)
+			rr, err := rerun(tool)
+			t.Logf("%s, %s (%d tasks, %v):\n%s", tc.name, tool, len(rr.Tasks), err, rr.Log)
 		}
 		t.Logf("%s: report:\n%s", tc.name, r.Markdown())
 	}

@@ -268,7 +268,7 @@ func Run(name, src string) (r Result) {
 	r.Card = student.card(dev, src)
 	switch {
 	case NeedsDiagnosis(f.Lang, r):
-		r.Diagnosis = Diagnose(src, e.rerunHere(f, src, s.info))
+		r.Diagnosis = Diagnose(src, TimedOut(r), e.rerunHere(f, src, s.info))
 	case f.Lang != LangCUDA && r.Compiled && !r.Correct:
 		r.Diagnosis = NotDiagnosed(f.Lang, nil)
 	}

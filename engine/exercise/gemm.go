@@ -77,6 +77,11 @@ func (p gemmProblem) String() string { return fmt.Sprintf("M=%d N=%d K=%d", p.s.
 func (p gemmProblem) rows() int      { return p.s.M }
 func (p gemmProblem) work() float64  { return p.s.Flops() }
 
+// rowLength lays A, B and C out as matrices (the task's arguments 3 to 5).
+func (p gemmProblem) rowLength(arg int) int {
+	return map[int]int{3: p.s.K, 4: p.s.N, 5: p.s.N}[arg]
+}
+
 func (p gemmProblem) task() wire.Task {
 	t, _ := p.launch(p.s) // checked when the problem was drawn
 	t.Args = []any{p.s.M, p.s.N, p.s.K, p.a, p.b, wire.Out(p.s.M * p.s.N)}

@@ -3,9 +3,6 @@ package exercise
 import (
 	_ "embed"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -226,10 +223,11 @@ func checkGustavson(s *session) Result {
 }
 
 // InspectGo reads a Go exercise's cell without building it: it must not
-// hold the skeleton's TODO line, import what the exercise does not allow
-// (unsafe, reflect and plugin reach past the language; other gpulab
-// packages hold the answers), or use the library's own implementation of
-// the exercise (e.Forbidden). A cell that does not parse is left to the
+// hold the skeleton's TODO line, nor be the course's public solution, and
+// InspectGoFile must accept it as the file lab's build starts from (the
+// cell in package main, importing package sparse by its name). That
+// file's imports are not yet goimports': the build inspects its file
+// again once they are. A cell that does not parse is left to the
 // compiler, which says where.
 func (e Exercise) InspectGo(cell string) error {
 	if !e.IsGo() {
@@ -243,38 +241,9 @@ func (e Exercise) InspectGo(cell string) error {
 			return err
 		}
 	}
-	if strings.Contains(cell, "//go:linkname") {
-		return fmt.Errorf("your code has a //go:linkname directive, which this exercise does not allow")
-	}
-	f, err := parser.ParseFile(token.NewFileSet(), "cell.go", "package main\n"+cell, parser.SkipObjectResolution)
+	fset, f, err := withSparse(cell)
 	if err != nil {
 		return nil
 	}
-	sparseName := "sparse" // goimports adds it by that name
-	for _, imp := range f.Imports {
-		path, _ := strconv.Unquote(imp.Path.Value)
-		switch {
-		case path == "unsafe" || path == "reflect" || path == "plugin":
-			return fmt.Errorf("your code imports %q, which this exercise does not allow", path)
-		case path == "gpulab/engine/sparse" && imp.Name != nil && (imp.Name.Name == "." || imp.Name.Name == "_"):
-			return fmt.Errorf("import gpulab/engine/sparse by a name, not as %q", imp.Name.Name)
-		case path == "gpulab/engine/sparse" && imp.Name != nil:
-			sparseName = imp.Name.Name
-		case path == "gpulab" || strings.HasPrefix(path, "gpulab/") && path != "gpulab/engine/sparse":
-			return fmt.Errorf("your code imports %q: this exercise allows the standard library and gpulab/engine/sparse (its types)", path)
-		}
-	}
-	var used string
-	ast.Inspect(f, func(n ast.Node) bool {
-		if sel, ok := n.(*ast.SelectorExpr); ok && used == "" {
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == sparseName && slices.Contains(e.Forbidden, sel.Sel.Name) {
-				used = sel.Sel.Name
-			}
-		}
-		return used == ""
-	})
-	if used != "" {
-		return fmt.Errorf("your code uses sparse.%s, the library's own implementation of this exercise: write the algorithm yourself", used)
-	}
-	return nil
+	return e.inspectFile(fset, f, cell)
 }

@@ -131,6 +131,11 @@ func (p rmsnormProblem) task() wire.Task {
 	return rmsnormEntry.task(p.lang, p.n*rmsnormThreads, rmsnormThreads, p.x, p.w, p.width, float32(rmsnormEps), wire.Out(p.n*p.width))
 }
 
+// rowLength lays x and y out as rows of width.
+func (p rmsnormProblem) rowLength(arg int) int {
+	return map[int]int{0: p.width, 4: p.width}[arg]
+}
+
 // mismatch compares each row with lfm2.RMSNorm's.
 func (p rmsnormProblem) mismatch(out [][]uint32, rows []int) (string, error) {
 	y, want := floats(out[0]), make([]float32, p.width)

@@ -27,6 +27,9 @@ import (
 type Pictures struct {
 	Output  *Picture `json:"output,omitempty"`
 	Threads *Picture `json:"threads,omitempty"`
+	// Stray shows where a kernel wrote outside its outputs: past an
+	// array's end, before its start, or into an input (guard.go).
+	Stray *Picture `json:"stray,omitempty"`
 }
 
 // Picture is one small PNG and what it shows, in words.
@@ -44,7 +47,7 @@ func (p *Pictures) Markdown() string {
 		return ""
 	}
 	var parts []string
-	for _, pic := range []*Picture{p.Output, p.Threads} {
+	for _, pic := range []*Picture{p.Stray, p.Output, p.Threads} {
 		if pic == nil {
 			continue
 		}

@@ -106,7 +106,12 @@ func (s *session) judge(shapes []draw, timing draw, refName string, ladder func(
 			r.Error = err.Error()
 			return r
 		}
-		out, err := runOne(s.student, p.task())
+		out, err := s.runGuarded(s.student, p)
+		if se, ok := asStray(err); ok {
+			s.ran, r.Compiled = true, true
+			se.report(&r, p, false)
+			return r
+		}
 		if err != nil {
 			s.fail(&r, err)
 			return r
@@ -134,6 +139,9 @@ func (s *session) judge(shapes []draw, timing draw, refName string, ladder func(
 		var w *wrongResult
 		if errors.As(err, &w) {
 			r.Error, r.Detail = "correct on the small problems, but wrong at the timing size "+w.problem, w.detail
+		}
+		if se, ok := asStray(err); ok {
+			se.report(&r, p, true)
 		}
 		return r
 	}
@@ -203,11 +211,14 @@ func (s *session) speed(run Runner, timing draw) (float64, problem, error) {
 		}
 		var tasks []wire.Task
 		for _, p := range ps {
-			tasks = append(tasks, p.task())
+			tasks = append(tasks, guarded(p.task()))
 		}
 		outs, took, err := run.Run(tasks)
+		if err == nil {
+			outs, err = checkStrays(ps, tasks, s.src, outs)
+		}
 		if err != nil {
-			return 0, nil, err
+			return 0, ps[0], err
 		}
 		for i, p := range ps {
 			msg, err := p.mismatch(outs[i], sample(s.rng, p.rows(), sampledRows))

@@ -141,11 +141,13 @@ func runFault(err error) error {
 }
 
 // launchArgs are one task's arguments on a device: buffers in place of
-// arrays, and the outputs with their sizes.
+// arrays, each array's zone in its buffer (guard.go), and whether the
+// task asked for guard zones.
 type launchArgs[B any] struct {
-	args  []any
-	outs  []B
-	sizes []int
+	args   []any
+	arrays []B
+	zones  []zone
+	guard  bool
 }
 
 type cudaJob struct {
@@ -172,32 +174,25 @@ func (k *kernelRunner) stageCUDA(t wire.Task) (stagedArgs, error) {
 		Grid: cuda.Dim3{X: grid[0], Y: grid[1], Z: grid[2]}, Block: cuda.Dim3{X: block[0], Y: block[1], Z: block[2]}, SharedMem: t.Shared}}, nil
 }
 
+// cudaAlign is the alignment, in words, of an array inside its guarded
+// allocation: 256 bytes, as cudaMalloc's.
+const cudaAlign = 64
+
 func (j *cudaJob) upload(t wire.Task) error {
-	la := launchArgs[*cuda.Buffer]{args: make([]any, len(t.Args))}
+	la := launchArgs[*cuda.Buffer]{args: make([]any, len(t.Args)), guard: t.Guard > 0}
 	for i, a := range t.Args {
-		var b *cuda.Buffer
-		var err error
-		switch v := a.(type) {
-		case []float32:
-			b, err = cuda.Upload(j.ctx, v)
-		case []int32:
-			b, err = cuda.Upload(j.ctx, v)
-		case wire.Out:
-			if b, err = cuda.AllocSlice[uint32](j.ctx, max(int(v), 1)); err == nil {
-				la.outs, la.sizes = append(la.outs, b), append(la.sizes, int(v))
-				err = b.Memset(0xff, nil)
-			}
-		default:
+		z, isArray := newZone(a, t.Guard, cudaAlign)
+		if !isArray {
 			la.args[i] = a
 			continue
 		}
-		if b != nil {
-			j.bufs = append(j.bufs, b)
-		}
+		b, err := cuda.Upload(j.ctx, z.initial())
 		if err != nil {
 			return fmt.Errorf("argument %d of %s: %w", i, t.Entry, err)
 		}
-		la.args[i] = b
+		j.bufs = append(j.bufs, b)
+		la.args[i] = b.Ptr() + cuda.DevicePtr(4*z.pre)
+		la.arrays, la.zones = append(la.arrays, b), append(la.zones, z)
 	}
 	j.tasks = append(j.tasks, la)
 	return nil
@@ -224,16 +219,28 @@ func (j *cudaJob) Launch() error {
 	return nil
 }
 
-// outputs reads every task's outputs with read.
+// outputs reads every task's outputs with read (an array's whole
+// allocation): its Out arrays, then, for a task with guard zones, the
+// damage report of all its arrays (wire.Task.Guard).
 func outputs[B any](tasks []launchArgs[B], read func(b B, n int) ([]uint32, error)) ([][][]uint32, error) {
 	got := make([][][]uint32, len(tasks))
 	for i, t := range tasks {
-		for o, b := range t.outs {
-			w, err := read(b, t.sizes[o])
+		var damage []uint32
+		for a, b := range t.arrays {
+			z := t.zones[a]
+			all, err := read(b, z.words())
 			if err != nil {
 				return nil, runFault(err)
 			}
-			got[i] = append(got[i], w)
+			if z.input == nil {
+				got[i] = append(got[i], z.result(all))
+			}
+			if t.guard {
+				damage = append(damage, z.damage(all)...)
+			}
+		}
+		if t.guard {
+			got[i] = append(got[i], damage)
 		}
 	}
 	return got, nil
@@ -284,47 +291,48 @@ func (k *kernelRunner) stageOpenCL(t wire.Task) (stagedArgs, error) {
 }
 
 func (j *openCLJob) upload(t wire.Task) error {
-	la := launchArgs[*opencl.Buffer]{args: make([]any, len(t.Args))}
-	buffer := func(words int, write func(*opencl.Buffer) error) (*opencl.Buffer, error) {
-		b, err := j.ctx.Alloc(4 * max(words, 1))
-		if err != nil {
-			return nil, err
-		}
-		j.bufs = append(j.bufs, b)
-		if words == 0 {
-			return b, nil
-		}
-		return b, write(b)
-	}
+	la := launchArgs[*opencl.Buffer]{args: make([]any, len(t.Args)), guard: t.Guard > 0}
 	for i, a := range t.Args {
-		var b *opencl.Buffer
-		var err error
-		switch v := a.(type) {
-		case []float32:
-			b, err = buffer(len(v), func(b *opencl.Buffer) error { return opencl.WriteSlice(j.ctx, b, v) })
-		case []int32:
-			b, err = buffer(len(v), func(b *opencl.Buffer) error { return opencl.WriteSlice(j.ctx, b, v) })
-		case wire.Out:
-			unset := make([]uint32, v)
-			for e := range unset {
-				unset[e] = math.MaxUint32
+		z, isArray := newZone(a, t.Guard, j.ctx.SubAlign()/4)
+		if !isArray {
+			if v, ok := a.(int); ok {
+				a = int32(v)
 			}
-			b, err = buffer(len(unset), func(b *opencl.Buffer) error { return opencl.WriteSlice(j.ctx, b, unset) })
-			la.outs, la.sizes = append(la.outs, b), append(la.sizes, int(v))
-		case int:
-			la.args[i] = int32(v)
-			continue
-		default:
 			la.args[i] = a
 			continue
 		}
+		b, arg, err := j.guardedBuffer(z)
 		if err != nil {
 			return fmt.Errorf("argument %d of %s: %w", i, t.Entry, err)
 		}
-		la.args[i] = b
+		la.args[i] = arg
+		la.arrays, la.zones = append(la.arrays, b), append(la.zones, z)
 	}
 	j.tasks = append(j.tasks, la)
 	return nil
+}
+
+// guardedBuffer allocates z's allocation and writes its initial contents;
+// it returns the allocation and what the kernel gets: the allocation, or
+// with guard zones a sub-buffer of the array alone.
+func (j *openCLJob) guardedBuffer(z zone) (all, arg *opencl.Buffer, err error) {
+	all, err = j.ctx.Alloc(4 * z.words())
+	if err != nil {
+		return nil, nil, err
+	}
+	j.bufs = append(j.bufs, all)
+	if err := opencl.WriteSlice(j.ctx, all, z.initial()); err != nil {
+		return nil, nil, err
+	}
+	if z.pre == 0 && z.post == 0 {
+		return all, all, nil
+	}
+	arg, err = all.Sub(4*z.pre, 4*max(z.n, 1))
+	if err != nil {
+		return nil, nil, err
+	}
+	j.bufs = append(j.bufs, arg)
+	return all, arg, nil
 }
 
 // Launch enqueues every task's launch, then waits for them; the device
@@ -357,16 +365,14 @@ func (j *openCLJob) Launch() error {
 func (j *openCLJob) Outputs() ([][][]uint32, error) {
 	return outputs(j.tasks, func(b *opencl.Buffer, n int) ([]uint32, error) {
 		w := make([]uint32, n)
-		if n == 0 {
-			return w, nil
-		}
 		return w, opencl.ReadSlice(j.ctx, b, w)
 	})
 }
 
+// Free releases the buffers, each sub-buffer before its allocation.
 func (j *openCLJob) Free() {
-	for _, b := range j.bufs {
-		b.Release()
+	for i := len(j.bufs) - 1; i >= 0; i-- {
+		j.bufs[i].Release()
 	}
 	j.bufs = nil
 }

@@ -107,7 +107,12 @@ func checkWGSize(s *session) Result {
 	for _, local := range []int{8, 16, 32, 64, 128, 256, 512, 1024} {
 		for _, hint := range []bool{false, true} {
 			p, _ := wgDraw(n, local, hint)(s.rng)
-			out, err := runOne(s.student, p.task())
+			out, err := s.runGuarded(s.student, p)
+			if se, ok := asStray(err); ok {
+				s.ran, r.Compiled = true, true
+				se.report(&r, p, false)
+				return r
+			}
 			if err != nil {
 				if local > 64 && r.Compiled { // the kernel's registers may allow fewer work-items than the device
 					continue

@@ -45,6 +45,43 @@ func releaseMemObject(id uintptr) { cl.releaseMemObject(id) }
 // Size returns the size of the buffer in bytes.
 func (b *Buffer) Size() int { return b.size }
 
+// SubAlign is the alignment, in bytes, of a sub-buffer's origin on the
+// context's device (CL_DEVICE_MEM_BASE_ADDR_ALIGN).
+func (c *Context) SubAlign() int { return c.subAlign }
+
+// Sub returns the bytes [offset, offset+size) of b as a buffer of their
+// own (clCreateSubBuffer): a kernel given it sees a pointer to b's byte
+// offset, and b's bytes around it stay where they are (the exercises' guard
+// zones). offset must be a multiple of the context's SubAlign and size
+// positive. Release the sub-buffer before b.
+func (b *Buffer) Sub(offset, size int) (*Buffer, error) {
+	c := b.ctx
+	if err := c.own(b); err != nil {
+		return nil, fmt.Errorf("opencl: sub-buffer: %w", err)
+	}
+	if err := checkRange(b, offset, size); err != nil || size <= 0 {
+		return nil, fmt.Errorf("opencl: sub-buffer of %d bytes at offset %d of a %d-byte buffer: outside it or empty", size, offset, b.size)
+	}
+	if offset%c.subAlign != 0 {
+		return nil, fmt.Errorf("opencl: sub-buffer at offset %d: not a multiple of the device's base address alignment (%d bytes)", offset, c.subAlign)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if err := c.live(); err != nil {
+		return nil, err
+	}
+	region := [2]uintptr{uintptr(offset), uintptr(size)} // cl_buffer_region: origin, size
+	var status int32
+	id := cl.createSubBuffer(b.id, clMemReadWrite, clBufferCreateTypeRegion, unsafe.Pointer(&region), &status)
+	runtime.KeepAlive(&region)
+	if err := check(status); err != nil {
+		return nil, fmt.Errorf("opencl: sub-buffer of %d bytes at offset %d: %w", size, offset, err)
+	}
+	sub := &Buffer{ctx: c, id: id, size: size}
+	sub.cleanup = runtime.AddCleanup(sub, releaseMemObject, id)
+	return sub, nil
+}
+
 // Release frees the buffer's device memory. Calling it again does nothing.
 // A Buffer that is not released is released some time after it becomes
 // unreachable.

@@ -18,6 +18,7 @@ import (
 type Context struct {
 	device   Device
 	maxAlloc uint64 // CL_DEVICE_MAX_MEM_ALLOC_SIZE
+	subAlign int    // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes
 
 	// mu guards the fields below. Commands hold it for reading;
 	// Build, Program.Kernel and Release hold it for writing.
@@ -97,6 +98,7 @@ func NewContext(d Device) (*Context, error) {
 	return &Context{
 		device:   d,
 		maxAlloc: info.MaxAllocBytes,
+		subAlign: max(info.BaseAddrAlignBits/8, 1),
 		context:  context,
 		queue:    queue,
 		programs: make(map[programKey]*Program),

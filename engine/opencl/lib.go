@@ -38,6 +38,7 @@ const (
 	clDevicePreferredVectorWidthFloat = 0x100A
 	clDeviceMaxClockFrequency         = 0x100C
 	clDeviceMaxMemAllocSize           = 0x1010
+	clDeviceMemBaseAddrAlign          = 0x1019
 	clDeviceGlobalMemCachelineSize    = 0x101D
 	clDeviceGlobalMemCacheSize        = 0x101E
 	clDeviceGlobalMemSize             = 0x101F
@@ -54,6 +55,7 @@ const (
 	clQueueProperties                      = 0x1093
 	clQueueProfilingEnable                 = 1 << 1
 	clMemReadWrite                         = 1 << 0
+	clBufferCreateTypeRegion               = 0x1220
 	clProgramBuildLog                      = 0x1183
 	clKernelNumArgs                        = 0x1191
 	clKernelWorkGroupSize                  = 0x11B0
@@ -92,6 +94,7 @@ var cl struct {
 	releaseKernel                    func(kernel uintptr) int32
 	createBuffer                     func(context uintptr, flags uint64, size uintptr, hostPtr unsafe.Pointer, errcode *int32) uintptr
 	releaseMemObject                 func(mem uintptr) int32
+	createSubBuffer                  func(buffer uintptr, flags uint64, createType uint32, info unsafe.Pointer, errcode *int32) uintptr
 	enqueueWriteBuffer               func(queue, buffer uintptr, blocking uint32, offset, size uintptr, ptr unsafe.Pointer, numEvents uint32, waitList, event *uintptr) int32
 	enqueueReadBuffer                func(queue, buffer uintptr, blocking uint32, offset, size uintptr, ptr unsafe.Pointer, numEvents uint32, waitList, event *uintptr) int32
 	enqueueCopyBuffer                func(queue, src, dst uintptr, srcOffset, dstOffset, size uintptr, numEvents uint32, waitList, event *uintptr) int32
@@ -151,6 +154,7 @@ func load() error {
 		{"clReleaseKernel", &cl.releaseKernel, false},
 		{"clCreateBuffer", &cl.createBuffer, false},
 		{"clReleaseMemObject", &cl.releaseMemObject, false},
+		{"clCreateSubBuffer", &cl.createSubBuffer, false},
 		{"clEnqueueWriteBuffer", &cl.enqueueWriteBuffer, false},
 		{"clEnqueueReadBuffer", &cl.enqueueReadBuffer, false},
 		{"clEnqueueCopyBuffer", &cl.enqueueCopyBuffer, false},

@@ -136,6 +136,9 @@ type DeviceInfo struct {
 	GlobalMemBytes uint64
 	LocalMemBytes  uint64 // __local memory per work-group
 	MaxAllocBytes  uint64 // largest single buffer
+	// BaseAddrAlignBits is CL_DEVICE_MEM_BASE_ADDR_ALIGN: a sub-buffer's
+	// origin must be a multiple of it (in bits, as OpenCL gives it).
+	BaseAddrAlignBits int
 
 	MaxWorkGroupSize int   // work-items per work-group, over all dimensions
 	MaxWorkItemSizes []int // work-items per work-group, per dimension
@@ -194,6 +197,7 @@ func (d Device) Info() (DeviceInfo, error) {
 		GlobalMemBytes:            clUlong(clDeviceGlobalMemSize, "CL_DEVICE_GLOBAL_MEM_SIZE"),
 		LocalMemBytes:             clUlong(clDeviceLocalMemSize, "CL_DEVICE_LOCAL_MEM_SIZE"),
 		MaxAllocBytes:             clUlong(clDeviceMaxMemAllocSize, "CL_DEVICE_MAX_MEM_ALLOC_SIZE"),
+		BaseAddrAlignBits:         clUint(clDeviceMemBaseAddrAlign, "CL_DEVICE_MEM_BASE_ADDR_ALIGN"),
 		MaxWorkGroupSize:          sizeT(clDeviceMaxWorkGroupSize, "CL_DEVICE_MAX_WORK_GROUP_SIZE"),
 		PreferredVectorWidthFloat: clUint(clDevicePreferredVectorWidthFloat, "CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT"),
 		NativeVectorWidthFloat:    clUint(clDeviceNativeVectorWidthFloat, "CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT"),

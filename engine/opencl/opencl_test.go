@@ -681,6 +681,20 @@ func TestErrorText(t *testing.T) {
 }
 
 // mustAlloc allocates a buffer released when the test ends, or stops the test.
+// vaddKernel builds vaddSource with options and returns its kernel.
+func vaddKernel(t *testing.T, c *opencl.Context, options string) *opencl.Kernel {
+	t.Helper()
+	prog, err := c.Build(vaddSource, options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := prog.Kernel("vadd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 func mustAlloc(t *testing.T, c *opencl.Context, bytes int) *opencl.Buffer {
 	t.Helper()
 	b, err := c.Alloc(bytes)
@@ -712,5 +726,68 @@ func TestBuildIsQuiet(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "true") || strings.Contains(stderr.String(), "generated") {
 		t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+}
+
+// TestSubBuffer: a kernel given a sub-buffer writes at the parent's offset
+// and leaves the parent's bytes around it alone; an unaligned or
+// out-of-range sub-buffer is refused.
+func TestSubBuffer(t *testing.T) {
+	c := newContext(t)
+	k := vaddKernel(t, c, "-DTYPE=float")
+	align := c.SubAlign() / 4 // in floats
+	const n = 100
+	parent := mustAlloc(t, c, 4*(2*align+n))
+	all := make([]float32, 2*align+n)
+	for i := range all {
+		all[i] = -1
+	}
+	if err := opencl.WriteSlice(c, parent, all); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := parent.Sub(4*align, 4*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Release()
+	a, b := mustAlloc(t, c, 4*n), mustAlloc(t, c, 4*n)
+	ones := make([]float32, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	for _, buf := range []*opencl.Buffer{a, b} {
+		if err := opencl.WriteSlice(c, buf, ones); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev, err := c.Launch(k, []int{128}, []int{64}, a, b, sub, int32(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Release()
+	if err := opencl.ReadSlice(c, parent, all); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range all {
+		want := float32(-1)
+		if i >= align && i < align+n {
+			want = 2
+		}
+		if v != want {
+			t.Fatalf("parent[%d] = %v, want %v (the sub-buffer starts at %d)", i, v, want, align)
+		}
+	}
+	for _, tc := range []struct {
+		offset, size int
+		want         string
+	}{
+		{4*align + 4, 4, "not a multiple of the device's base address alignment"},
+		{0, 4 * (2*align + n + 1), "outside it or empty"},
+		{0, 0, "outside it or empty"},
+	} {
+		if s, err := parent.Sub(tc.offset, tc.size); err == nil || !strings.Contains(err.Error(), tc.want) {
+			s.Release()
+			t.Errorf("Sub(%d, %d): %v, want %q", tc.offset, tc.size, err, tc.want)
+		}
 	}
 }

@@ -23,6 +23,43 @@ type Task struct {
 	// grader cannot know before the run (a Go exercise's result); 0 when
 	// every output is an Out argument.
 	MaxOut int
+	// Guard asks for guard zones: at least that many 4-byte words before
+	// and after every array argument, filled with GuardBits, the kernel
+	// given a pointer to the array itself. After the run the worker
+	// reports, as one more output after the Out arrays, DamageWords words
+	// per array argument (in argument order) saying what changed outside
+	// the outputs: in each zone, and inside each input. 0: no zones, no
+	// report (a Go task, a rerun under compute-sanitizer, which must see
+	// a stray access as out of bounds).
+	Guard int
+}
+
+// GuardBits fill the guard zones: a quiet NaN whose payload no arithmetic
+// produces, so that a write leaves a mark and a read past an input's end
+// poisons what it feeds.
+const GuardBits uint32 = 0x7fd5a5a5
+
+// MaxGuard bounds Task.Guard.
+const MaxGuard = 1 << 20
+
+// DamageWords is the size of one array's damage report: for the zone
+// before the array, the inputs' own elements and the zone after it, three
+// words each: how many words changed, and the first and last of them, as
+// a distance before the start (1: the word just before), an element index,
+// and an index past the end (0: the word just after). An output's own
+// elements are its result and count as unchanged.
+const DamageWords = 9
+
+// Arrays counts the task's array arguments: inputs and Out.
+func (t Task) Arrays() int {
+	n := 0
+	for _, a := range t.Args {
+		switch a.(type) {
+		case []float32, []int32, Out:
+			n++
+		}
+	}
+	return n
 }
 
 // Out is an output argument of that many 4-byte elements; the worker fills
@@ -30,13 +67,17 @@ type Task struct {
 // so that an element the kernel skips cannot pass.
 type Out int
 
-// OutSizes are the sizes of the task's Out arguments, in order.
+// OutSizes are the sizes of the task's outputs, in order: its Out
+// arguments, then the damage report if it asks for guard zones.
 func (t Task) OutSizes() []int {
 	var n []int
 	for _, a := range t.Args {
 		if o, ok := a.(Out); ok {
 			n = append(n, int(o))
 		}
+	}
+	if t.Guard > 0 {
+		n = append(n, DamageWords*t.Arrays())
 	}
 	return n
 }
@@ -73,6 +114,7 @@ func EncodeTask(t Task) ([]byte, error) {
 	}
 	e.u32(uint32(t.Shared))
 	e.u32(uint32(t.MaxOut))
+	e.u32(uint32(t.Guard))
 	e.u32(uint32(len(t.Args)))
 	for i, a := range t.Args {
 		switch v := a.(type) {
@@ -113,7 +155,10 @@ func DecodeTask(p []byte) (Task, error) {
 			dim[i] = int(d.u32())
 		}
 	}
-	t.Shared, t.MaxOut = int(d.u32()), int(d.u32())
+	t.Shared, t.MaxOut, t.Guard = int(d.u32()), int(d.u32()), int(d.u32())
+	if d.err == nil && (t.Guard > MaxGuard || t.Guard > 0 && t.MaxOut > 0) {
+		d.fail("guard zones of %d words", t.Guard)
+	}
 	for range d.count(64, "arguments") {
 		switch kind := d.u32(); kind {
 		case uint32(argF32s):

@@ -35,6 +35,20 @@ func TestTaskRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got.OutSizes(), []int{5, 0}) {
 		t.Errorf("OutSizes %v", got.OutSizes())
 	}
+	guarded := sample
+	guarded.Guard = 4096
+	if p, err = EncodeTask(guarded); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeTask(p); err != nil || got.Guard != 4096 || !reflect.DeepEqual(got.OutSizes(), []int{5, 0, 4 * DamageWords}) {
+		t.Errorf("a guarded task: %+v %v, OutSizes %v", got, err, got.OutSizes())
+	}
+	for _, bad := range []Task{{Guard: MaxGuard + 1}, {Guard: 8, MaxOut: 8}} {
+		p, _ := EncodeTask(bad)
+		if _, err := DecodeTask(p); err == nil || !strings.Contains(err.Error(), "guard zones of") {
+			t.Errorf("%+v: %v, want a refusal of its guard zones", bad, err)
+		}
+	}
 	if _, err := EncodeTask(Task{Args: []any{int64(3)}}); err == nil || !strings.Contains(err.Error(), "int64") {
 		t.Errorf("an int64 argument: %v", err)
 	}
