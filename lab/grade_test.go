@@ -553,7 +553,10 @@ func TestGradeGo(t *testing.T) {
 			goHead + "\treturn nil, errors.New(\"a sleeper holds stdout\")\n}\n", want: "a sleeper holds stdout"},
 		{file: "forkbomb.go", src: "func init() {\n\tfor i := 0; i < 100000; i++ {\n" + strings.ReplaceAll(spawn(""), "\n\t", "\n\t\t") +
 			"\t\tif cmd.Start() != nil {\n\t\t\ttime.Sleep(10 * time.Millisecond)\n\t\t}\n\t}\n}\n\n" + goHead + "\treturn nil, nil\n}\n",
-			want: "did not finish within " + limitWant},
+			// Which comes first depends on the machine: the time limit, or the
+			// process limit stopping the Go runtime's own threads (exit status 2).
+			// Either way it fails, and check finds no process of it left.
+			want: ""},
 		{file: "hog.go", src: goHead + "\tvar keep [][]byte\n\tfor len(keep) < 64 {\n\t\tb := make([]byte, 1<<30)\n\t\tfor j := 0; j < len(b); j += 4096 {\n\t\t\tb[j] = 1\n\t\t}\n\t\tkeep = append(keep, b)\n\t}\n\treturn nil, fmt.Errorf(\"held %d GiB\", len(keep))\n}\n",
 			want: "ended before it reported (exit status 2): runtime: out of memory", notWant: "held 64 GiB"},
 	}
