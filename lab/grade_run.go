@@ -42,7 +42,7 @@ func (g *grader) converse(spec sandbox.Spec, setup wire.Setup, committed bool, l
 	r, isolation := g.talkTo(spec, setup, committed, limit, judge)
 	took := time.Since(start)
 	if exercise.NeedsDiagnosis(setup.Lang, r) {
-		r.Diagnosis = g.diagnose(spec, setup, committed, exercise.TimedOut(r), judge)
+		r.Diagnosis = g.diagnose(spec, setup, committed, exercise.TimedOut(r), limit, judge)
 		fmt.Fprintf(g.log, "  diagnosis: %s\n", r.Diagnosis)
 	}
 	return r, isolation, took
@@ -51,14 +51,16 @@ func (g *grader) converse(spec sandbox.Spec, setup wire.Setup, committed bool, l
 // diagnose reruns a failed CUDA worker under compute-sanitizer
 // (exercise.Diagnose): the same worker in the same sandbox, started by the
 // sanitizer, judged by the same judge through an exercise.SanitizedRunner
-// (the small problems only, compiled with -lineinfo), within
-// exercise.DiagnosisTimeout. The sanitizer writes its report to a file in
+// (up to the problem that failed, compiled with -lineinfo, without guard
+// zones), within the submission's time limit and at most
+// exercise.DiagnosisTimeout; hung says the check stopped at that limit.
+// The sanitizer writes its report to a file in
 // a directory of the rerun's own, which the grader reads afterwards; the
 // rerun's result is dropped. The report reaches the student as text and
 // nothing else: the verdict was decided before, by the judge, from the
 // outputs. Student code in the sandbox can write to that directory too,
 // and so at most mislead its own diagnosis.
-func (g *grader) diagnose(spec sandbox.Spec, setup wire.Setup, committed, hung bool, judge func(exercise.Runner) exercise.Result) string {
+func (g *grader) diagnose(spec sandbox.Spec, setup wire.Setup, committed, hung bool, limit time.Duration, judge func(exercise.Runner) exercise.Result) string {
 	sanitizer, err := cuda.Tool("compute-sanitizer")
 	if err != nil {
 		return exercise.NotDiagnosed(setup.Lang, err)
@@ -81,7 +83,7 @@ func (g *grader) diagnose(spec sandbox.Spec, setup wire.Setup, committed, hung b
 		rerun.ReadOnly = append(slices.Clip(spec.ReadOnly), spec.Path)
 		rerun.Writable = append(slices.Clip(spec.Writable), dir)
 		var tasks []wire.Task
-		limit := min(g.timeout, exercise.DiagnosisTimeout)
+		limit := min(limit, exercise.DiagnosisTimeout)
 		start := time.Now()
 		r, _ := g.talkTo(rerun, setup, committed, limit, func(run exercise.Runner) exercise.Result {
 			sanitized := exercise.NewSanitizedRunner(run, tool, logFile)
