@@ -3,7 +3,7 @@
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps lab test fuzz notebooks notebook gpu-bundle gpu-notebooks clean
+.PHONY: help deps lab test fuzz probe notebooks notebook gpu-bundle gpu-notebooks clean
 
 help: ## Show the targets
 	@echo "gpulab: learn GPU optimization in Go notebooks. Targets:"
@@ -17,11 +17,14 @@ deps: ## Install what is missing: apt packages, gonb/goimports/gopls in .tools/b
 lab: deps ## Start Jupyter Notebook on notebooks/ (kernel "Go (gonb)")
 	@bash scripts/lab.sh
 
-test: deps ## go vet, go test, then execute every notebook headless
+test: deps ## go vet, go test, the hostile-input probe, then execute every notebook headless
 	@bash scripts/test.sh
 
 fuzz: ## Run every Go fuzz target for FUZZTIME (default 30s) each; FUZZ=regexp picks targets
 	@FUZZTIME="$(FUZZTIME)" FUZZ="$(FUZZ)" FUZZMINIMIZETIME="$(FUZZMINIMIZETIME)" bash scripts/fuzz.sh
+
+probe: ## Replay the hostile-input probe of lab (scripts/probes/); PROBE=regexp picks cases
+	@PROBE="$(PROBE)" bash scripts/probe.sh
 
 notebooks: deps ## Execute every notebook headless (copies in .build/notebooks/)
 	@bash scripts/run-notebooks.sh

@@ -17,7 +17,9 @@ import (
 // ReadFvecs reads the .fvecs file at path into row-major data of rows
 // vectors of dim elements. Every vector must have the same dimension d > 0;
 // a vector with another dimension, or one cut short by the end of the file,
-// is an error that names the vector's index and byte offset.
+// is an error that names the vector's index and byte offset. The file's
+// size sizes the data, so it is checked against the host's memory first (a
+// sparse file has its size without the disk behind it).
 func ReadFvecs(path string) (data []float32, rows, dim int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -58,9 +60,13 @@ func ReadFvecs(path string) (data []float32, rows, dim int, err error) {
 		if size-off < need {
 			return nil, 0, 0, truncated(need)
 		}
-		if rows == 0 { // size ≥ need, so these allocations are bounded by the file
+		if rows == 0 { // size ≥ need, so these allocations are bounded by the file, and by the host
 			dim = d
-			data = make([]float32, 0, size/need*int64(d)) // room for every whole vector
+			vectors := size / need // room for every whole vector
+			if err := checkHostMemory(path, fmt.Sprintf("room for %d vectors of %d float32", vectors, d), 4*float64(vectors)*float64(d)); err != nil {
+				return nil, 0, 0, err
+			}
+			data = make([]float32, 0, vectors*int64(d))
 			buf = make([]byte, 4*d)
 		}
 		if _, err := io.ReadFull(r, buf); err != nil {

@@ -6,6 +6,7 @@ import (
 	"image"
 	_ "image/jpeg" // register the JPEG decoder for LoadGray
 	_ "image/png"  // register the PNG decoder for LoadGray
+	"io"
 	"math"
 	"os"
 )
@@ -80,7 +81,7 @@ func Photo(w, h int) []float32 {
 // values in [0, 1] (luma 0.299 R + 0.587 G + 0.114 B), and its width and
 // height.
 func LoadGray(path string) ([]float32, int, int, error) {
-	src, w, h, err := decodeImage(path)
+	src, w, h, err := decodeImage(path, 1)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -95,9 +96,23 @@ func LoadGray(path string) ([]float32, int, int, error) {
 	return out, w, h, nil
 }
 
+// decodeBytes is the most host memory image.Decode takes a pixel of an
+// image of format: 8 for a PNG (16-bit RGBA); 20 for a JPEG, 4 for the
+// image (CMYK) and, in a progressive one, 4 for the coefficients of each of
+// 4 components; and as many for any other format a program registers.
+func decodeBytes(format string) int {
+	if format == "png" {
+		return 8
+	}
+	return 20
+}
+
 // decodeImage opens and decodes a PNG or JPEG file, with errors that name
-// it, and returns the image and its (non-zero) size.
-func decodeImage(path string) (image.Image, int, int, error) {
+// it, and returns the image and its (non-zero) size. The size in the file's
+// header is checked against the host's memory before the decoder allocates
+// the image: decodeBytes a pixel, and the floats float32 a pixel that the
+// caller makes of it.
+func decodeImage(path string, floats int) (image.Image, int, int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -106,13 +121,25 @@ func decodeImage(path string) (image.Image, int, int, error) {
 		return nil, 0, 0, fmt.Errorf("datasets: load image: %w", err)
 	}
 	defer f.Close()
-	src, format, err := image.Decode(f)
+	cfg, format, err := image.DecodeConfig(f)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("datasets: load image %s: not a PNG or JPEG file: %w", path, err)
+	}
+	if cfg.Width == 0 || cfg.Height == 0 {
+		return nil, 0, 0, fmt.Errorf("datasets: load image %s: empty %s image", path, format)
+	}
+	perPixel := decodeBytes(format)
+	what := fmt.Sprintf("a %d×%d %s image decoded (%d bytes a pixel at most) and %d float32 a pixel", cfg.Width, cfg.Height, format, perPixel, floats)
+	if err := checkHostMemory(path, what, float64(cfg.Width)*float64(cfg.Height)*float64(perPixel+4*floats)); err != nil {
+		return nil, 0, 0, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, 0, 0, fmt.Errorf("datasets: load image %s: %w", path, err)
+	}
+	src, _, err := image.Decode(f)
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("datasets: load image %s: not a PNG or JPEG file: %w", path, err)
 	}
 	w, h := src.Bounds().Dx(), src.Bounds().Dy()
-	if w == 0 || h == 0 {
-		return nil, 0, 0, fmt.Errorf("datasets: load image %s: empty %s image", path, format)
-	}
 	return src, w, h, nil
 }

@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
-	"gpulab/engine/atomicfile"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"gpulab/engine"
+	"gpulab/engine/atomicfile"
 )
 
 // A .npy file (NumPy's format, see numpy.lib.format) is
@@ -157,14 +160,22 @@ func (f *NPYFile) readHeader() error {
 	return nil
 }
 
+// npyKeys are the keys of a .npy header's dict, all required.
+var npyKeys = []string{"descr", "fortran_order", "shape"}
+
 // parseHeader interprets the header dict and sets DType, Rows, Cols, shape
-// and itemSize.
+// and itemSize. The dict must hold the three keys of npyKeys and no other.
 func (f *NPYFile) parseHeader(h string) error {
 	d, err := parsePyDict(h)
 	if err != nil {
 		return err
 	}
-	for _, k := range []string{"descr", "fortran_order", "shape"} {
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		if !slices.Contains(npyKeys, k) {
+			return fmt.Errorf("header has the key '%s': a .npy header holds 'descr', 'fortran_order' and 'shape' only", k)
+		}
+	}
+	for _, k := range npyKeys {
 		if _, ok := d[k]; !ok {
 			return fmt.Errorf("header has no '%s': %q", k, strings.TrimSpace(h))
 		}
@@ -203,7 +214,9 @@ func (f *NPYFile) parseHeader(h string) error {
 
 // parsePyDict splits a Python dict literal with string keys into its keys
 // and the source text of its values. Values may be strings, names such as
-// True, or tuples and lists, whose commas do not end the value.
+// True, or tuples and lists, whose commas do not end the value. A key given
+// twice is an error, and so is a value whose quotes or brackets do not
+// balance.
 func parsePyDict(s string) (map[string]string, error) {
 	s = strings.TrimSpace(s)
 	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
@@ -224,17 +237,25 @@ func parsePyDict(s string) (map[string]string, error) {
 		if !strings.HasPrefix(rest, ":") {
 			return nil, fmt.Errorf("header %q: no ':' after key '%s'", s, key)
 		}
+		if _, twice := d[key]; twice {
+			return nil, fmt.Errorf("header gives '%s' twice", key)
+		}
 		rest = rest[1:]
-		n := pyValueEnd(rest)
+		n, err := pyValueEnd(rest)
+		if err != nil {
+			return nil, fmt.Errorf("header %q: the value of '%s' %v", s, key, err)
+		}
 		d[key] = strings.TrimSpace(rest[:n])
 		rest = strings.TrimPrefix(rest[n:], ",")
 	}
 }
 
 // pyValueEnd returns the index of the comma that ends the Python value at the
-// start of s, or len(s): the first comma outside quotes and brackets.
-func pyValueEnd(s string) int {
-	depth, quote := 0, byte(0)
+// start of s, or len(s): the first comma outside quotes and brackets. The
+// error says where the quotes or brackets of the value do not balance.
+func pyValueEnd(s string) (int, error) {
+	var open []byte // the brackets open at i, innermost last
+	quote := byte(0)
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case quote != 0:
@@ -244,14 +265,26 @@ func pyValueEnd(s string) int {
 		case c == '\'' || c == '"':
 			quote = c
 		case c == '(' || c == '[' || c == '{':
-			depth++
+			open = append(open, c)
 		case c == ')' || c == ']' || c == '}':
-			depth--
-		case c == ',' && depth == 0:
-			return i
+			if len(open) == 0 {
+				return 0, fmt.Errorf("has a '%c' that closes nothing", c)
+			}
+			if o := open[len(open)-1]; strings.IndexByte("([{", o) != strings.IndexByte(")]}", c) {
+				return 0, fmt.Errorf("closes '%c' with '%c'", o, c)
+			}
+			open = open[:len(open)-1]
+		case c == ',' && len(open) == 0:
+			return i, nil
 		}
 	}
-	return len(s)
+	switch {
+	case quote != 0:
+		return 0, fmt.Errorf("opens a %c quote and never closes it", quote)
+	case len(open) > 0:
+		return 0, fmt.Errorf("opens '%c' and never closes it", open[len(open)-1])
+	}
+	return len(s), nil
 }
 
 // parsePyShape parses a Python tuple of non-negative integers: "()", "(3,)"
@@ -352,6 +385,18 @@ func toFloat32(dst []float32, src []byte, dtype string) int {
 	return -1
 }
 
+// checkHostMemory refuses, with an *engine.MemoryError, reading all of f's
+// values as elements of a type of size bytes: a sparse file has the size
+// its header claims without the disk behind it, so only the host's memory
+// can bound what the header sizes.
+func (f *NPYFile) checkHostMemory(typ string, size int) error {
+	bytes := float64(size)
+	for _, d := range f.shape {
+		bytes *= float64(d)
+	}
+	return checkHostMemory(f.Path, fmt.Sprintf("its %s values as %s", npyShape(f.shape), typ), bytes)
+}
+
 // Close closes the file.
 func (f *NPYFile) Close() error {
 	return f.f.Close()
@@ -365,6 +410,9 @@ func ReadNPYFloat32(path string) (data []float32, rows, cols int, err error) {
 		return nil, 0, 0, err
 	}
 	defer f.Close()
+	if err := f.checkHostMemory("float32", 4); err != nil {
+		return nil, 0, 0, err
+	}
 	data = make([]float32, f.Rows*f.Cols)
 	if err := f.ReadRows(0, f.Rows, data); err != nil {
 		return nil, 0, 0, err
@@ -381,6 +429,9 @@ func ReadNPYTensor(path string) (data []float32, shape []int, err error) {
 		return nil, nil, err
 	}
 	defer f.Close()
+	if err := f.checkHostMemory("float32", 4); err != nil {
+		return nil, nil, err
+	}
 	data = make([]float32, f.Rows*f.Cols)
 	if err := f.ReadRows(0, f.Rows, data); err != nil {
 		return nil, nil, err
@@ -415,6 +466,9 @@ func ReadNPYInt32(path string) ([]int32, error) {
 	defer f.Close()
 	if f.DType != "<i4" || len(f.shape) != 1 {
 		return nil, fileErr(path, "want a 1-D '<i4' array, got '%s' with shape %s", f.DType, npyShape(f.shape))
+	}
+	if err := f.checkHostMemory("int32", 4); err != nil {
+		return nil, err
 	}
 	out := make([]int32, f.Rows)
 	err = f.readData(0, f.Rows, func(b []byte, at int) error {
@@ -509,6 +563,14 @@ func writeAtomic(path string, write func(w *bufio.Writer) error) error {
 		return fmt.Errorf("datasets: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// checkHostMemory refuses, with an *engine.MemoryError that names the file,
+// reading path into bytes of host memory that hold what
+// (engine.CheckHostMemory). The readers call it before they allocate what a
+// file's header, or its size, sizes.
+func checkHostMemory(path, what string, bytes float64) error {
+	return engine.CheckHostMemory("datasets: reading "+path, what, engine.BytesOf(bytes))
 }
 
 // fileErr returns an error that names the file and what is wrong with it.

@@ -13,7 +13,7 @@ import (
 // row-major, channels R, G, B per pixel: pixel (x, y) is
 // rgb[3*(y*w+x) : 3*(y*w+x)+3]. Transparency is ignored.
 func LoadRGB(path string) ([]float32, int, int, error) {
-	src, w, h, err := decodeImage(path)
+	src, w, h, err := decodeImage(path, 3)
 	if err != nil {
 		return nil, 0, 0, err
 	}

@@ -176,9 +176,10 @@ func WriteSignatures(path string, s *Signatures) error {
 }
 
 // ReadSignatures reads a signature file written by WriteSignatures. The
-// header is checked against the file's size before anything is allocated,
-// so a corrupt header cannot ask for huge amounts of memory, and the result
-// is validated as Validate does.
+// header is checked against the file's size, and what it sizes against the
+// host's memory (a sparse file has its size without the disk behind it),
+// before anything is allocated, so a corrupt header cannot ask for huge
+// amounts of memory; the result is validated as Validate does.
 func ReadSignatures(path string) (*Signatures, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -217,6 +218,10 @@ func ReadSignatures(path string) (*Signatures, error) {
 	if want != st.Size() {
 		return nil, fileErr(path, "header says %d signatures and %d centroids = %d bytes, file has %d",
 			ns, nc, want, st.Size())
+	}
+	what := fmt.Sprintf("the offsets of %d signatures and %d centroids of %d features and a weight", ns, nc, dim)
+	if err := checkHostMemory(path, what, float64(want-sigHeader)); err != nil {
+		return nil, err
 	}
 	s := &Signatures{Dim: int(dim), Index: make([]int32, ns+1), Data: make([]float32, nc*uint64(dim+1))}
 	if err := readLE(r, s.Index); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,23 +13,22 @@ import (
 )
 
 func benchCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	device := fs.String("device", "cpu", "device id (lab devices lists them); all-gpus: kmedoids on every CUDA device of the host, next to cuda:0 alone")
+	fs := newFlagSet("bench", stderr)
+	device := deviceFlag(fs, "cpu", []string{devCPU, devCUDA, devOpenCL, devAll}, "device id (lab devices lists them); all-gpus: kmedoids on every CUDA device of the host, next to cuda:0 alone")
 	sizes := fs.String("size", "", "comma-separated sizes (suite-specific, e.g. 64M for bandwidth suites); default: the suite's sweep for the device")
 	matrices := fs.String("matrix", "", "sparse suites: comma-separated matrices, each gen:SPEC (gen:rmat:scale=16,ef=8), a .mtx file or a SuiteSparse Group/Name; same as --size")
-	var km struct{ n, d, k, iters, batch int }
-	fs.IntVar(&km.n, "n", 0, "kmeans: points (with --d and --k: adds the size blobs:n=,d=,k=,iters=,batch=); kmedoids: signatures (adds sigs:n=,k=)")
-	fs.IntVar(&km.d, "d", 0, "kmeans: dimensions")
-	fs.IntVar(&km.k, "k", 0, "kmeans, kmedoids: clusters")
-	fs.IntVar(&km.iters, "iters", 10, "kmeans: Lloyd iterations per run")
-	fs.IntVar(&km.batch, "stream-batch", 0, "kmeans: stream X from pinned host memory in batches of this many rows (0: resident when it fits)")
+	km := struct{ n, d, k, iters, batch int }{iters: 10} // n, d, k 0: not given
+	numberVar(fs, &km.n, "n", ints(1, maxCount), "kmeans: points (with --d and --k: adds the size blobs:n=,d=,k=,iters=,batch=); kmedoids: signatures (adds sigs:n=,k=)")
+	numberVar(fs, &km.d, "d", ints(1, maxCount), "kmeans: dimensions")
+	numberVar(fs, &km.k, "k", ints(1, maxCount), "kmeans, kmedoids: clusters")
+	numberVar(fs, &km.iters, "iters", ints(1, maxRuns), "kmeans: Lloyd iterations per run")
+	numberVar(fs, &km.batch, "stream-batch", ints(0, maxCount), "kmeans: stream X from pinned host memory in batches of this many rows (0: resident when it fits)")
 	variants := fs.String("variants", "", "comma-separated variants to run (the baseline always runs); default: all")
 	jsonPath := fs.String("json", "", "also write the records to this JSON file")
 	list := fs.Bool("list", false, "list the suites and exit")
-	warmup := fs.Int("warmup", 2, "untimed runs before timing")
-	minReps := fs.Int("reps", 5, "at least this many timed runs")
-	minTime := fs.Duration("min-time", 200*time.Millisecond, "repeat until this much device time is spent")
+	warmup := numberFlag(fs, "warmup", 2, ints(1, maxRuns), "untimed runs before timing")
+	minReps := numberFlag(fs, "reps", 5, ints(1, maxRuns), "at least this many timed runs")
+	minTime := numberFlag(fs, "min-time", 200*time.Millisecond, durations, fmt.Sprintf("repeat each case until this much device time is spent (or %d runs are)", maxRuns))
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab bench SUITE [--device ID] [--size S,S,... | --matrix M,M,...] [--variants V,...] [--json FILE]")
 		fs.PrintDefaults()
@@ -60,14 +58,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	// bench.Options reads 0 as its default; on the command line 0 is asked for.
-	if *minReps == 0 || *minTime == 0 {
-		return usageError{fmt.Errorf("--reps %d --min-time %v: want at least one timed run and a positive time", *minReps, *minTime)}
-	}
-	opt := bench.Options{Warmup: *warmup, MinReps: *minReps, MinTime: *minTime, Variants: bench.SplitList(*variants), Progress: os.Stderr}
-	if err := opt.Validate(); err != nil {
-		return usageError{err}
-	}
+	// bench.Options' default maximum of runs (200) would end a fast case
+	// before --min-time: on the command line the time is what counts.
+	opt := bench.Options{Warmup: *warmup, MinReps: *minReps, MaxReps: maxRuns, MinTime: *minTime, Variants: bench.SplitList(*variants), Progress: os.Stderr}
 	if *jsonPath != "" {
 		if err := checkOutFile("json", *jsonPath, "records.json"); err != nil {
 			return err
@@ -105,6 +98,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if len(recs) > 0 {
 		fmt.Fprintf(stdout, "%s on %s (%s), commit %s\n", suite.Name, dev.ID, dev.Name, bench.Commit())
 		fmt.Fprint(stdout, bench.Table(recs))
+	}
+	for _, r := range recs {
+		if r.Error == "" && r.TotalMS < float64(*minTime)/float64(time.Millisecond) {
+			fmt.Fprintf(stderr, "lab bench: %s at %s: %d runs (the most there may be) took %.3g ms of device time, less than --min-time %v\n",
+				r.Variant, r.Size, r.Reps, r.TotalMS, *minTime)
+		}
 	}
 	if err != nil {
 		return err

@@ -18,11 +18,11 @@ func TestBenchRejectsFlags(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--reps", "-1"}, 2, "at least -1 timed runs: want 1 or more"},
-		{[]string{"--reps", "0"}, 2, "--reps 0 --min-time 200ms: want at least one timed run and a positive time"},
-		{[]string{"--min-time", "-1s"}, 2, "a minimum time of -1s: want a positive duration"},
-		{[]string{"--min-time", "0s"}, 2, "want at least one timed run and a positive time"},
-		{[]string{"--warmup", "-2"}, 2, "-2 warm-up runs: want 0 or more"},
+		{[]string{"--reps", "-1"}, 2, `invalid value "-1" for flag -reps: want a whole number from 1 to 1000000`},
+		{[]string{"--reps", "0"}, 2, `invalid value "0" for flag -reps: want a whole number from 1 to 1000000`},
+		{[]string{"--min-time", "-1s"}, 2, `invalid value "-1s" for flag -min-time: want a duration above 0 and at most 24h`},
+		{[]string{"--min-time", "0s"}, 2, `invalid value "0s" for flag -min-time: want a duration above 0`},
+		{[]string{"--warmup", "-2"}, 2, `invalid value "-2" for flag -warmup: want a whole number from 1 to 1000000`},
 		{[]string{"--variants", "nosuch"}, 1, `unknown variant "nosuch" (have: gonum_sgemm, 01_naive_ijk,`},
 		{[]string{"--variants", "01_naive_ijk,nosuch,other"}, 1, `unknown variants "nosuch", "other"`},
 		{[]string{"--json", os.TempDir()}, 2, "--json " + os.TempDir() + " is a directory: want the file to write, such as " + filepath.Join(os.TempDir(), "records.json")},

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -32,8 +31,7 @@ type copyReport struct {
 }
 
 func copiesCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("copies", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("copies", stderr)
 	from := fs.String("from", "notebooks", "the lessons")
 	to := fs.String("to", "work", "the working copies")
 	fs.Usage = func() {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -14,8 +13,7 @@ import (
 )
 
 func devicesCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("devices", stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array")
 	verbose := fs.Bool("verbose", false, "say why a device family is missing, and where peaks come from")
 	remeasure := fs.Bool("remeasure", false, "measure the CPU's bandwidth again (it is measured once per machine and kept)")
@@ -76,20 +74,15 @@ func memory(b uint64) string {
 // p2pCmd measures the copy bandwidth between every pair of CUDA GPUs: what a
 // pipeline pays to pass activations from one stage to the next.
 func p2pCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("p2p", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	size := fs.String("size", "256M", "bytes per copy (K, M, G suffixes)")
-	reps := fs.Int("reps", 5, "timed copies per pair; the fastest counts")
+	fs := newFlagSet("p2p", stderr)
+	size := numberFlag(fs, "size", 256<<20, sizes(1), "bytes per copy (K, M, G suffixes)")
+	reps := numberFlag(fs, "reps", 5, ints(1, maxRuns), "timed copies per pair; the fastest counts")
 	jsonOut := fs.String("json", "", "also write the links as JSON here")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %v", fs.Args())}
-	}
-	bytes, err := bench.ParseBytes(*size)
-	if err != nil {
-		return usageError{fmt.Errorf("--size: %w", err)}
 	}
 	n, err := cuda.DeviceCount()
 	if err != nil {
@@ -101,7 +94,7 @@ func p2pCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	links, err := bandwidth.PeerBandwidth(ctxs, bytes, *reps)
+	links, err := bandwidth.PeerBandwidth(ctxs, int(*size), *reps)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -14,8 +13,7 @@ import (
 // holds the reference solution between its backticks: `make test` runs the
 // exercise notebooks that way, so their checks must pass.
 func exerciseFillCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("exercise-fill", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("exercise-fill", stderr)
 	out := fs.String("out", "", "where to write the filled notebook")
 	fs.Usage = func() { fmt.Fprintln(stderr, "usage: lab exercise-fill NOTEBOOK.ipynb --out FILLED.ipynb") }
 	path, err := oneArg(fs, args, "notebook")

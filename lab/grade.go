@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/csv"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,11 +13,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"gpulab/engine"
 	"gpulab/engine/atomicfile"
-	"gpulab/engine/bench"
 	"gpulab/engine/exercise"
+	"gpulab/engine/interrupt"
 	"gpulab/engine/nb/jupyter"
 	"gpulab/engine/sandbox"
 )
@@ -50,15 +50,14 @@ type gradeFlags struct {
 }
 
 func gradeCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("grade", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var g gradeFlags
-	fs.StringVar(&g.name, "exercise", "", "the exercise, e.g. gemm/tiled (have: "+strings.Join(exercise.Names(), ", ")+")")
-	fs.DurationVar(&g.timeout, "timeout", 2*time.Minute, fmt.Sprintf("the ceiling of a submission's time limit (check and timing), which is %d× the reference solution's time here + %v; > 0", limitMultiple, limitAllowance))
+	fs := newFlagSet("grade", stderr)
+	g := gradeFlags{timeout: 2 * time.Minute, sandbox: "auto", memory: 4 << 30}
+	fs.Var(&choiceValue{&g.name, exercise.Names()}, "exercise", "the exercise, e.g. gemm/tiled (have: "+strings.Join(exercise.Names(), ", ")+")")
+	numberVar(fs, &g.timeout, "timeout", durations, fmt.Sprintf("the ceiling of a submission's time limit (check and timing), which is %d× the reference solution's time here + %v; > 0", limitMultiple, limitAllowance))
 	fs.StringVar(&g.csvPath, "csv", "grades.csv", "write the table as CSV here")
 	fs.StringVar(&g.mdPath, "md", "grades.md", "write the table as Markdown here")
-	fs.StringVar(&g.sandbox, "sandbox", "auto", "auto: bubblewrap if it can run here, else the limits that remain (the table says which); bwrap: refuse to grade without it; none: limits only")
-	memory := fs.String("memory", "4G", "memory limit per submission (host memory: address space, or data on a GPU)")
+	fs.Var(&choiceValue{&g.sandbox, []string{"auto", "bwrap", "none"}}, "sandbox", "auto: bubblewrap if it can run here, else the limits that remain (the table says which); bwrap: refuse to grade without it; none: limits only")
+	numberVar(fs, (*byteSize)(&g.memory), "memory", sizes(64<<20), "memory limit per submission (host memory: address space, or data on a GPU)")
 	course := fs.String("course", "", "an instructor's course file (docs/course.md): hidden shapes, a seed and reference solutions of the instructor's own; no submission sees it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab grade --exercise NAME [--timeout 2m] [--csv F] [--md F] [--sandbox auto|bwrap|none] [--memory 4G] [--course FILE] SUBMISSION... (files or folders of .ipynb or source files)")
@@ -95,25 +94,15 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 		e, courseFiles = c.Apply(e), c.Paths()
 		fmt.Fprintf(stderr, "lab grade: the course %s sets the hidden shapes, the seed and the reference solutions\n", *course)
 	}
-	if g.timeout <= 0 || g.timeout > 24*time.Hour {
-		return usageError{fmt.Errorf("--timeout %v: want a duration above 0 and at most 24h", g.timeout)}
-	}
-	mem, err := bench.ParseBytes(*memory)
-	if g.memory = int64(mem); err != nil || g.memory < 64<<20 {
-		return usageError{fmt.Errorf("--memory %q: want a size of at least 64M, such as 4G", *memory)}
-	}
-	if g.sandbox != "auto" && g.sandbox != "bwrap" && g.sandbox != "none" {
-		return usageError{fmt.Errorf("--sandbox %q: want auto, bwrap or none", g.sandbox)}
-	}
 	files, err := submissions(args)
 	if err != nil {
 		return usageError{err}
 	}
-	work, err := os.MkdirTemp("", "gpulab-grade-*")
+	work, removeWork, err := interrupt.TempDir("gpulab-grade-*") // removed on SIGINT and SIGTERM too
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer removeWork()
 	sb, err := sandbox.New(sandbox.Options{Disable: g.sandbox == "none", WorkDir: work})
 	if err != nil {
 		return err
@@ -138,7 +127,7 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	var rows []gradeRow
 	for i, en := range entries {
-		fmt.Fprintf(stderr, "grading %s ...\n", en.path)
+		fmt.Fprintf(stderr, "grading %s ...\n", quoteName(en.path))
 		r, isolation, limit := gr.gradeEntry(en, i)
 		fmt.Fprintf(stderr, "  %s\n", logLine(r))
 		rows = append(rows, gradeRow{Student: en.student, Result: r, Isolation: isolation, Limit: limit})
@@ -441,6 +430,9 @@ func submissions(args []string) ([]submission, error) {
 			}
 		}
 	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no submission found: %s holds no file to grade (hidden files and folders are skipped)", strings.Join(args, ", "))
+	}
 	sort.Strings(paths)
 	stems := map[string]int{}
 	stem := func(p string) string { return strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)) }
@@ -463,7 +455,7 @@ func readSubmission(path string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%s is a symbolic link: not graded", path)
+			return nil, fmt.Errorf("%s is a symbolic link: not graded", quoteName(path))
 		}
 		return nil, err
 	}
@@ -473,10 +465,10 @@ func readSubmission(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file: not graded", path)
+		return nil, fmt.Errorf("%s is not a regular file: not graded", quoteName(path))
 	}
 	if info.Size() > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d a submission may have", path, info.Size(), limit)
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d a submission may have", quoteName(path), info.Size(), limit)
 	}
 	return io.ReadAll(io.LimitReader(f, limit))
 }
@@ -499,8 +491,12 @@ func submissionSource(path, name string) (string, error) {
 // in a notebook (path ends in .ipynb), the code cell marked
 // // EXERCISE name; in a file, the marked backtick string if there is one,
 // else the whole file. A malformed notebook is an error that names the
-// place (jupyter.ParseNotebook).
+// place (jupyter.ParseNotebook), and a file with a NUL byte one that names
+// the file and the offset (exercise.CheckText).
 func exerciseSource(path string, data []byte, name string) (string, error) {
+	if err := exercise.CheckText(string(data)); err != nil {
+		return "", fmt.Errorf("%s: %w", quoteName(path), err)
+	}
 	marker := "// EXERCISE " + name
 	if !strings.HasSuffix(path, ".ipynb") {
 		text := string(data)
@@ -517,12 +513,12 @@ func exerciseSource(path string, data []byte, name string) (string, error) {
 		if strings.Contains(cell.Source, marker) {
 			src, err := fromCell(cell.Source, name)
 			if err != nil {
-				return "", fmt.Errorf("%s: cell #%d: %w", path, cell.Number, err)
+				return "", fmt.Errorf("%s: cell #%d: %w", quoteName(path), cell.Number, err)
 			}
 			return src, nil
 		}
 	}
-	return "", fmt.Errorf("%s: no code cell marked %q", path, marker)
+	return "", fmt.Errorf("%s: no code cell marked %q", quoteName(path), marker)
 }
 
 // fromCell is the exercise's code in a marked cell: the backtick string of
@@ -541,7 +537,7 @@ func gradeMarkdown(rows []gradeRow, unit string, limits []timeLimit) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| student | compiled | correct | %s | %% of reference | limit | error |\n|---|---|---|---:|---:|---:|---|\n", unit)
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f%% | %s | %s |\n", mdCell(r.Student), yesNo(r.Compiled), yesNo(r.Correct), speedText(r.GFLOPS), r.PctOfRef,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f%% | %s | %s |\n", mdCell(quoteName(r.Student)), yesNo(r.Compiled), yesNo(r.Correct), speedText(r.GFLOPS), r.PctOfRef,
 			limitText(r.Limit), mdCell(firstLine(r.Error+" "+r.Detail)))
 	}
 	for _, l := range limits {
@@ -556,10 +552,10 @@ func gradeMarkdown(rows []gradeRow, unit string, limits []timeLimit) string {
 	}
 	for _, r := range rows {
 		if out := strings.TrimSpace(r.Output); out != "" {
-			fmt.Fprintf(&b, "\n**%s printed:**\n\n%s\n", mdCell(r.Student), fenced(out))
+			fmt.Fprintf(&b, "\n**%s printed:**\n\n%s\n", mdCell(quoteName(r.Student)), fenced(out))
 		}
 		if d := strings.TrimSpace(r.Diagnosis); d != "" {
-			fmt.Fprintf(&b, "\n**%s, diagnosed under compute-sanitizer:**\n\n%s\n", mdCell(r.Student), fenced(d))
+			fmt.Fprintf(&b, "\n**%s, diagnosed under compute-sanitizer:**\n\n%s\n", mdCell(quoteName(r.Student)), fenced(d))
 		}
 	}
 	return b.String()
@@ -625,7 +621,7 @@ func gradeCSV(rows []gradeRow, unit string) []byte {
 	}
 	w.Write([]string{"student", "compiled", "correct", speed, "pct_of_reference", "error", "output", "isolation", "diagnosis", "limit"})
 	for _, r := range rows {
-		w.Write([]string{csvCell(r.Student), yesNo(r.Compiled), yesNo(r.Correct), fmt.Sprintf("%.4g", r.GFLOPS), fmt.Sprintf("%.1f", r.PctOfRef),
+		w.Write([]string{csvCell(quoteName(r.Student)), yesNo(r.Compiled), yesNo(r.Correct), fmt.Sprintf("%.4g", r.GFLOPS), fmt.Sprintf("%.1f", r.PctOfRef),
 			csvCell(strings.TrimSpace(r.Error + " " + r.Detail)), csvCell(r.Output), r.Isolation, csvCell(r.Diagnosis), limitText(r.Limit)})
 	}
 	w.Flush()
@@ -638,6 +634,17 @@ func limitText(d time.Duration) string {
 		return ""
 	}
 	return d.String()
+}
+
+// quoteName is a submission's name or path as the log and the tables
+// print it: as it is, or quoted (strconv.Quote) where a character is not
+// printable or it starts with a quote, so that a newline in a file name
+// cannot split a line or fake one.
+func quoteName(s string) string {
+	if strings.HasPrefix(s, `"`) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func csvCell(s string) string {

@@ -287,7 +287,9 @@ type goBuild struct {
 }
 
 // goBuilder finds the checkout (GPULAB_ROOT, else the working directory),
-// as an absolute path, and the go command's directories.
+// as an absolute path, the go command's directories and goimports (in the
+// checkout's .tools/bin, else on PATH; without it, an error that says how
+// to install it).
 func goBuilder() (*goBuild, error) {
 	root, err := filepath.Abs(os.Getenv("GPULAB_ROOT")) // "" is the working directory
 	if err != nil {
@@ -324,6 +326,9 @@ func goBuilder() (*goBuild, error) {
 			b.goimports, _ = filepath.Abs(p)
 			break
 		}
+	}
+	if b.goimports == "" { // else the reference solution fails the build: "undefined: fmt"
+		return nil, fmt.Errorf("grading a Go exercise needs goimports, which completes a cell's imports as GoNB does: it is neither in %s nor on PATH (make deps installs it there)", filepath.Join(root, ".tools", "bin"))
 	}
 	return b, nil
 }
@@ -402,10 +407,8 @@ func (g *grader) buildGo(cell, tag string) (string, error) {
 	// checkout's included), so the file is inspected as goimports left it,
 	// read and not run, before it is built. What goimports cannot read,
 	// the compiler reports.
-	if b.goimports != "" {
-		if _, err := sandboxed("'"+b.goimports+"' -w student.go", b.goimports); err != nil {
-			return "", err
-		}
+	if _, err := sandboxed("'"+b.goimports+"' -w student.go", b.goimports); err != nil {
+		return "", err
 	}
 	src, err := os.ReadFile(filepath.Join(dir, "student.go"))
 	if err != nil {

@@ -653,17 +653,21 @@ func TestExerciseFill(t *testing.T) {
 func TestGradeUsage(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "x.cl"), []byte("x"), 0o644)
+	empty := filepath.Join(dir, "empty")
+	os.Mkdir(empty, 0o755)
+	os.WriteFile(filepath.Join(empty, ".hidden.cl"), []byte("x"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"grade", "--exercise", "nope", "x.cl"}, `no exercise "nope"`},
+		{[]string{"grade", "--exercise", "nope", "x.cl"}, `invalid value "nope" for flag -exercise: want gemm/register-tiled`},
 		{[]string{"grade", "--exercise", "gemm/tiled"}, "no submissions given"},
 		{[]string{"grade", "--exercise", "gemm/tiled", "no/such/dir"}, "no/such/dir"},
-		{[]string{"grade", "--exercise", "gemm/tiled", "--timeout", "-1s", dir}, "--timeout -1s: want a duration above 0"},
-		{[]string{"grade", "--exercise", "gemm/tiled", "--timeout", "0s", dir}, "--timeout 0s"},
-		{[]string{"grade", "--exercise", "gemm/tiled", "--memory", "1K", dir}, "--memory"},
-		{[]string{"grade", "--exercise", "gemm/tiled", "--sandbox", "docker", dir}, `--sandbox "docker"`},
+		{[]string{"grade", "--exercise", "gemm/tiled", empty}, "no submission found: " + empty + " holds no file to grade"},
+		{[]string{"grade", "--exercise", "gemm/tiled", "--timeout", "-1s", dir}, `invalid value "-1s" for flag -timeout: want a duration above 0`},
+		{[]string{"grade", "--exercise", "gemm/tiled", "--timeout", "0s", dir}, `invalid value "0s" for flag -timeout`},
+		{[]string{"grade", "--exercise", "gemm/tiled", "--memory", "1K", dir}, `invalid value "1K" for flag -memory: want a size of at least 64M`},
+		{[]string{"grade", "--exercise", "gemm/tiled", "--sandbox", "docker", dir}, `invalid value "docker" for flag -sandbox: want auto, bwrap or none`},
 		{[]string{"grade-worker", "x"}, "takes no arguments"},
 		{[]string{"exercise-fill", "x.ipynb"}, "--out is required"},
 		{[]string{"exercise-fill", "no/such.ipynb", "--out", "o.ipynb"}, "no/such.ipynb"},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"embed"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -23,8 +22,7 @@ import (
 var jupyterFiles embed.FS
 
 func jupyterConfigCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("jupyter-config", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("jupyter-config", stderr)
 	to := fs.String("to", ".build/jupyter", "the Jupyter configuration directory to write")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab jupyter-config [--to .build/jupyter]: write make lab's Jupyter configuration (custom.css, custom.js, echarts, editor settings)")

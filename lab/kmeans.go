@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -48,18 +47,17 @@ type kmeansOut struct {
 }
 
 func kmeansCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kmeans", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("kmeans", stderr)
 	data := fs.String("data", "", "the points: a float32 (or float64) .npy of shape (N, D), or a .fvecs file")
 	initPath := fs.String("init", "", "initial centers, a (K, D) .npy: runs exactly Lloyd's iterations from them (K from the file)")
-	k := fs.Int("k", 0, "clusters (without --init)")
-	seed := fs.Uint64("seed", 1, "seed of the initialization")
+	k := numberFlag(fs, "k", 0, ints(1, maxCount), "clusters (without --init)")
+	seed := numberFlag(fs, "seed", 1, seeds, "seed of the initialization")
 	random := fs.Bool("random-init", false, "initialize with K random points instead of k-means++")
-	iters := fs.Int("iters", 100, "Lloyd iterations at most, at least 1 (with --tol the run may stop sooner)")
-	tol := fs.Float64("tol", 0, "stop when the inertia changes by less than this, relatively (0: run --iters)")
-	device := fs.String("device", "cpu", "cpu or cuda:N")
-	variant := fs.String("variant", "tensor_3xtf32", fmt.Sprintf("GPU variant: %v", kmeans.Variants))
-	batch := fs.Int("stream-batch", 0, "GPU: stream X in batches of this many rows (0: resident when it fits)")
+	iters := numberFlag(fs, "iters", 100, ints(1, maxRuns), "Lloyd iterations at most, at least 1 (with --tol the run may stop sooner)")
+	tol := numberFlag(fs, "tol", 0, floats(nonNegative), "stop when the inertia changes by less than this, relatively (0: run --iters)")
+	device := deviceFlag(fs, "cpu", []string{devCPU, devCUDA}, "cpu or cuda:N")
+	variant := choiceFlag(fs, "variant", "tensor_3xtf32", kmeans.Variants, fmt.Sprintf("GPU variant: %v", kmeans.Variants))
+	batch := numberFlag(fs, "stream-batch", 0, ints(0, maxCount), "GPU: stream X in batches of this many rows (0: resident when it fits)")
 	out := fs.String("out", "", "directory for labels.npy (int32) and centers.npy (float32), written both or neither")
 	asJSON := fs.Bool("json", false, "print a JSON summary")
 	fs.Usage = func() {
@@ -72,14 +70,6 @@ func kmeansCmd(args []string, stdout, stderr io.Writer) error {
 	if *data == "" || *out == "" {
 		fs.Usage()
 		return usageError{fmt.Errorf("--data and --out are required")}
-	}
-	// The engine takes MaxIters 0 for its default (100); typed here, 0 would
-	// silently run 100, so it is refused.
-	if *iters < 1 {
-		return usageError{fmt.Errorf("--iters %d: want at least 1 iteration", *iters)}
-	}
-	if *batch < 0 {
-		return usageError{fmt.Errorf("--stream-batch %d: want 0 (resident) or a number of rows", *batch)}
 	}
 	if info, err := os.Stat(*out); err == nil && !info.IsDir() { // said before the run, not after
 		return usageError{fmt.Errorf("--out %s is a file, want a directory (for labels.npy and centers.npy)", *out)}
@@ -136,6 +126,14 @@ func kmeansCmd(args []string, stdout, stderr io.Writer) error {
 	case engine.CPU:
 		m, ok := src.(*kmeans.Matrix)
 		if !ok {
+			// The header sizes X (a sparse file passes the check of its
+			// size), and Fit's labels and distances (12·N) and k-means++'s
+			// candidates (8·N of indices, a sample of points).
+			nf, df := float64(n), float64(d)
+			need := 4*nf*df + 12*nf + 8*nf + 4*min(nf, kmeans.InitSample)*df
+			if err := engine.CheckHostMemory(of, fmt.Sprintf("its %d×%d points as float32, a label and a distance each, and k-means++'s candidates", n, d), engine.BytesOf(need)); err != nil {
+				return err
+			}
 			m = &kmeans.Matrix{N: n, D: d, X: make([]float32, n*d)}
 			if err := src.Rows(0, n, m.X); err != nil {
 				return err

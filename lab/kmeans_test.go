@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"gpulab/datasets"
+	"gpulab/engine"
 )
 
 // TestKmeansFromInit runs the worked example of the kmeans tests through the
@@ -74,7 +76,7 @@ func TestKmeansErrors(t *testing.T) {
 		code int
 	}{
 		{[]string{"--data", x, "--k", "4", "--out", out}, "k-means of " + x + ": kmeans: K = 4 exceeds the 3 points", 1},
-		{[]string{"--data", x, "--k", "0", "--out", out}, "give --k or --init", 2},
+		{[]string{"--data", x, "--k", "0", "--out", out}, `invalid value "0" for flag -k: want a whole number from 1`, 2},
 		{[]string{"--data", nan, "--k", "2", "--out", out}, "k-means of " + nan + ": kmeans: point 1, dimension 1 is NaN", 1},
 		{[]string{"--data", inf, "--k", "2", "--out", out}, "k-means of " + inf + ": kmeans: point 2, dimension 0 is -Inf", 1},
 		{[]string{"--data", huge, "--k", "2", "--out", out}, huge + ": row 1, column 0: 1e+300 is beyond float32's range", 1},
@@ -83,9 +85,9 @@ func TestKmeansErrors(t *testing.T) {
 		{[]string{"--data", short, "--k", "2", "--out", out}, "short.npy", 1},
 		{[]string{"--data", dir, "--k", "2", "--out", out}, dir + ": is a directory", 1},
 		{[]string{"--data", x, "--k", "2"}, "--data and --out are required", 2},
-		{[]string{"--data", x, "--k", "2", "--iters", "0", "--out", out}, "--iters 0: want at least 1 iteration", 2},
-		{[]string{"--data", x, "--k", "2", "--iters", "-5", "--out", out}, "--iters -5: want at least 1", 2},
-		{[]string{"--data", x, "--k", "2", "--stream-batch", "-1", "--out", out}, "--stream-batch -1: want 0", 2},
+		{[]string{"--data", x, "--k", "2", "--iters", "0", "--out", out}, `invalid value "0" for flag -iters: want a whole number from 1`, 2},
+		{[]string{"--data", x, "--k", "2", "--iters", "-5", "--out", out}, `invalid value "-5" for flag -iters`, 2},
+		{[]string{"--data", x, "--k", "2", "--stream-batch", "-1", "--out", out}, `invalid value "-1" for flag -stream-batch: want a whole number from 0`, 2},
 		{[]string{"--data", x, "--k", "2", "--out", file}, "--out " + file + " is a file, want a directory", 2},
 	} {
 		code, _, errs := lab(append([]string{"kmeans"}, tc.args...)...)
@@ -140,5 +142,48 @@ func TestKmeansOutputsAsASet(t *testing.T) {
 	var res struct{ Iters int }
 	if code != 0 || json.Unmarshal([]byte(stdout), &res) != nil || res.Iters != 1 {
 		t.Errorf("--iters 1: exit %d, %s %s", code, stdout, errs)
+	}
+}
+
+// TestKmeansChecksHostMemory: a sparse .npy (made with os.Truncate, so it
+// has its size without the disk behind it) whose header gives 10^8 points
+// of 100 dimensions, 40 GB of float32 (and 2 GB more for Fit), is refused on
+// the CPU before its points are allocated, saying what it needs and what
+// the host has: under
+// ulimit -v 4000000 with no cap of the lab's own (the rlimit refuses, not a
+// fatal error of the runtime), and under $GPULAB_HOST_MEMORY.
+func TestKmeansChecksHostMemory(t *testing.T) {
+	dir := t.TempDir()
+	x := filepath.Join(dir, "x.npy")
+	if err := datasets.WriteNPYFloat32(x, make([]float32, 100), 1, 100); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The header leaves room for the first dimension to grow (as np.save's).
+	head := strings.Replace(string(b[:len(b)-400]), "(1, 100), }        ", "(100000000, 100), }", 1)
+	if err := os.WriteFile(x, []byte(head), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(x, int64(len(head))+4*100_000_000*100); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"kmeans", "--data", x, "--k", "3", "--device", "cpu", "--out", filepath.Join(dir, "out")}
+	const want = "k-means of %s needs 42.0 GB of host memory for its 100000000×100 points as float32, a label and a distance each, and k-means++'s candidates; "
+	cmd := exec.Command("bash", append([]string{"-c", `ulimit -v 4000000 && exec "$0" "$@"`, os.Args[0]}, args...)...)
+	cmd.Env = append(os.Environ(), labMainEnv+"=1", engine.HostMemoryEnv+"=")
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), fmt.Sprintf(want, x)) {
+		t.Fatalf("under ulimit -v 4000000: %v, %.2000s\nwant exit 1 and %q", err, out, fmt.Sprintf(want, x))
+	}
+	t.Setenv(engine.HostMemoryEnv, "1000000000")
+	code, _, errs := lab(args...)
+	if code != 1 || !strings.Contains(errs, fmt.Sprintf(want, x)+"1.0 GB is available") {
+		t.Errorf("exit %d, %s; want exit 1 and %q", code, errs, fmt.Sprintf(want, x)+"1.0 GB is available")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+		t.Errorf("the refused run made its output directory (%v)", err)
 	}
 }

@@ -49,15 +49,12 @@ engine pipelined over every GPU, at most one per layer). --random needs a CUDA d
 `
 
 // lfm2Devices opens the devices of --device for an engine computing in
-// dtype: cpu, cuda:N or engine.AllGPUs. A device of another kind or a dtype
-// it cannot run is a usage error.
+// dtype: cpu, cuda:N or engine.AllGPUs, the forms the flag takes. A dtype
+// the device cannot run is a usage error.
 func lfm2Devices(id, dtype string) ([]*engine.Device, error) {
-	kind, _, indexed := strings.Cut(id, ":")
+	kind, _, _ := strings.Cut(id, ":") // the flag took cpu, cuda:N or all-gpus only
 	if id == engine.AllGPUs {
-		kind, indexed = string(engine.CUDA), true
-	}
-	if id != string(engine.CPU) && (kind != string(engine.CUDA) || !indexed) {
-		return nil, usageError{fmt.Errorf("--device %q: want cpu, cuda:N or %s", id, engine.AllGPUs)}
+		kind = string(engine.CUDA)
 	}
 	if err := lfm2.CheckDType(engine.Kind(kind), dtype); err != nil {
 		return nil, usageError{fmt.Errorf("--dtype %s: %w", dtype, err)}
@@ -112,8 +109,7 @@ func lfm2Cmd(args []string, stdout, stderr io.Writer) error {
 
 // lfm2Pull downloads a model from the hub and prints its directory.
 func lfm2Pull(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lfm2 pull", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("lfm2 pull", stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, lfm2Usage) }
 	revision := fs.String("revision", "main", "a branch, tag or commit")
 	dir := fs.String("dir", "", "where the files go (default: the user cache, gpulab/models/OWNER/NAME)")
@@ -139,22 +135,21 @@ func lfm2Pull(args []string, stdout, stderr io.Writer) error {
 
 // lfm2Flags is a flag set with the flags every subcommand has.
 func lfm2Flags(name string, stderr io.Writer) (fs *flag.FlagSet, model, device, dtype *string) {
-	fs = flag.NewFlagSet("lfm2 "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs = newFlagSet("lfm2 "+name, stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, lfm2Usage) }
 	model = fs.String("model", "", "a Hugging Face model directory: config.json, model.safetensors (or shards), tokenizer.json")
-	device = fs.String("device", "cpu", "cpu, cuda:N or all-gpus")
-	dtype = fs.String("dtype", "f32", "f32 or bf16 (GPU)")
+	device = deviceFlag(fs, "cpu", []string{devCPU, devCUDA, devAll}, "cpu, cuda:N or all-gpus")
+	dtype = choiceFlag(fs, "dtype", lfm2.F32, []string{lfm2.F32, lfm2.BF16}, "f32 or bf16 (GPU)")
 	return fs, model, device, dtype
 }
 
 func lfm2Run(args []string, stdout, stderr io.Writer) (err error) {
 	fs, model, device, dtype := lfm2Flags("run", stderr)
 	prompt := fs.String("prompt", "", "the text to continue")
-	maxNew := fs.Int("max-new", 32, "tokens to generate")
-	temp := fs.Float64("temperature", 0, "sampling temperature (0: greedy)")
-	topP := fs.Float64("top-p", 0, "nucleus sampling: keep the most likely tokens up to this probability (0 or 1: all)")
-	seed := fs.Uint64("seed", 1, "sampling seed")
+	maxNew := numberFlag(fs, "max-new", 32, ints(1, maxCount), "tokens to generate")
+	temp := numberFlag(fs, "temperature", 0, floats(nonNegative), "sampling temperature (0: greedy)")
+	topP := numberFlag(fs, "top-p", 0, floats(fraction), "nucleus sampling: keep the most likely tokens up to this probability (0 or 1: all)")
+	seed := numberFlag(fs, "seed", 1, seeds, "sampling seed")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -163,8 +158,6 @@ func lfm2Run(args []string, stdout, stderr io.Writer) (err error) {
 		return usageError{fmt.Errorf("--model is required")}
 	case *prompt == "":
 		return usageError{fmt.Errorf("--prompt is empty: give the text to continue")}
-	case *maxNew <= 0:
-		return usageError{fmt.Errorf("--max-new %d: want at least 1", *maxNew)}
 	}
 	tok, err := tokenizer.Load(filepath.Join(*model, "tokenizer.json"))
 	if err != nil {
@@ -255,19 +248,19 @@ func parseIDs(s string) ([][]int, error) {
 func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	fs, model, device, dtype := lfm2Flags("bench", stderr)
 	random := fs.String("random", "", "instead of --model: a preset architecture with seeded random weights (lfm2-8b-a1b; CUDA only)")
-	batchN := fs.Int("batch", 1024, "sequences")
-	seq := fs.Int("seq", 32, "tokens per sequence (and per decode prompt)")
-	reps := fs.Int("reps", 3, "timed prefill runs; the fastest counts")
-	decodeN := fs.Int("decode", 0, "also time this many greedy decode steps")
+	batchN := numberFlag(fs, "batch", 1024, ints(1, maxCount), "sequences")
+	seq := numberFlag(fs, "seq", 32, ints(1, maxCount), "tokens per sequence (and per decode prompt)")
+	reps := numberFlag(fs, "reps", 3, ints(1, maxRuns), "timed prefill runs; the fastest counts")
+	decodeN := numberFlag(fs, "decode", 0, ints(0, maxCount), "also time this many greedy decode steps")
 	decodeBatches := fs.String("decode-batch", "1", "with --decode: the batch sizes to decode at, comma-separated (e.g. 1,64)")
 	compareMoE := fs.Bool("compare-moe", false, "CUDA: also profile one prefill with each MoE path (grouped cuBLAS, grouped wgmma where it runs, persistent kernel)")
-	seed := fs.Uint64("seed", 1, "seed of the random ids (and of --random's weights)")
+	seed := numberFlag(fs, "seed", 1, seeds, "seed of the random ids (and of --random's weights)")
 	ref := fs.String("ref", "", "reference logits [batch, seq, vocab] of the same ids, to validate against")
-	tol := fs.Float64("tol", 1e-4, "with --ref: the largest absolute difference a sample may have")
+	tol := numberFlag(fs, "tol", 1e-4, floats(nonNegative), "with --ref: the largest absolute difference a sample may have")
 	out := fs.String("out", "", "write the logits here (.npy), e.g. to serve as a later --ref")
 	jsonOut := fs.String("json", "", "write the result as JSON here")
-	microTokens := fs.Int("micro-tokens", 0, "CUDA: the most tokens of one micro-batch (0: the engine's default, 8192); a prefill also takes at least 4 micro-batches per GPU")
-	moe := fs.String("moe", "", "CUDA: the MoE path, grouped, wgmma or persistent (default: auto, see lab lfm2 help)")
+	microTokens := numberFlag(fs, "micro-tokens", 0, ints(0, maxCount), "CUDA: the most tokens of one micro-batch (0: the engine's default, 8192); a prefill also takes at least 4 micro-batches per GPU")
+	moe := choiceFlag(fs, "moe", lfm2.MoEAuto, []string{lfm2.MoEGrouped, lfm2.MoEWgmma, lfm2.MoEPersistent}, "CUDA: the MoE path, grouped, wgmma or persistent (default: auto, see lab lfm2 help)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -277,14 +270,10 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		return usageError{err}
 	case (*model == "") == (*random == ""):
 		return usageError{fmt.Errorf("give exactly one of --model DIR and --random NAME")}
-	case *batchN <= 0 || *seq <= 0 || *decodeN < 0 || *reps <= 0 || *microTokens < 0:
-		return usageError{fmt.Errorf("--batch %d --seq %d --decode %d --reps %d --micro-tokens %d: want positive sizes", *batchN, *seq, *decodeN, *reps, *microTokens)}
 	case *compareMoE && *device == "cpu":
 		return usageError{fmt.Errorf("--compare-moe compares the CUDA engine's MoE paths: give --device cuda:N or all-gpus")}
 	case *moe != "" && *device == "cpu":
 		return usageError{fmt.Errorf("--moe picks the CUDA engine's MoE path: give --device cuda:N or all-gpus")}
-	case !slices.Contains([]string{lfm2.MoEAuto, lfm2.MoEGrouped, lfm2.MoEWgmma, lfm2.MoEPersistent}, *moe):
-		return usageError{fmt.Errorf("--moe %q: want grouped, wgmma or persistent", *moe)}
 	}
 	for _, o := range []struct{ flag, path, example string }{{"out", *out, "logits.npy"}, {"json", *jsonOut, "bench.json"}} {
 		if o.path == "" {
@@ -296,15 +285,26 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 	}
 	spec := lfm2.BenchSpec{Batch: *batchN, Seq: *seq, Reps: *reps, Seed: *seed, DecodeSteps: *decodeN, DecodeBatches: decodeAt, CompareMoE: *compareMoE}
 	o := spec.Sized(lfm2.CUDAOptions{DType: *dtype, MaxTokens: *microTokens, MoE: *moe})
-	var m lfm2.Engine
-	var devs []*engine.Device
-	name := *model
+	name, c := *model, (*lfm2.Config)(nil)
 	if *random != "" {
-		c, err := lfm2.Preset(*random)
-		if err != nil {
+		if c, err = lfm2.Preset(*random); err != nil {
 			return usageError{err}
 		}
 		name = fmt.Sprintf("random %s (seed %d)", *random, *seed)
+	} else if c, err = lfm2.LoadConfig(*model); err != nil {
+		return err
+	}
+	// Lengths past the model's, what the host cannot hold and a reference
+	// of another shape are refused before the model loads or a prompt is drawn.
+	if err := spec.Check(c, *ref != "" || *out != ""); err != nil {
+		return err
+	}
+	if err := checkRefShape(*ref, []int{spec.Batch, spec.Seq, c.Vocab}); err != nil {
+		return err
+	}
+	var m lfm2.Engine
+	var devs []*engine.Device
+	if *random != "" {
 		if devs, err = lfm2Devices(*device, *dtype); err != nil {
 			return err
 		}
@@ -315,9 +315,6 @@ func lfm2Bench(args []string, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 	defer closeLFM2(m, &err)
-	if err := spec.CheckHostMemory(m.Config(), *ref != "" || *out != ""); err != nil {
-		return err
-	}
 	res := lfm2.BenchRecord{Device: *device, DeviceName: devs[0].Name, PeakGBps: devs[0].PeakGBps, DType: *dtype, Model: name,
 		Batch: *batchN, Seq: *seq, Reps: *reps, MicroTokens: *microTokens, MoEPath: *moe}
 	var failed error // a reference the logits do not match: reported after the run
@@ -396,6 +393,23 @@ func checkLogits(w io.Writer, m lfm2.Engine, spec lfm2.BenchSpec, res *lfm2.Benc
 	fmt.Fprintf(w, "validated %d/%d samples against %s (max |diff| %.3g, tolerance %g); top-1 agreement %.2f%%\n",
 		res.Validated, spec.Batch, ref, res.MaxDiff, tol, 100*res.Top1Agree)
 	return failed, nil
+}
+
+// checkRefShape compares the shape in the header of the reference logits
+// at path, if one is given, with the shape of the logits the run gives,
+// reading none of the data the header claims.
+func checkRefShape(path string, want []int) error {
+	if path == "" {
+		return nil
+	}
+	shape, err := datasets.NPYShape(path)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(shape, want) {
+		return fmt.Errorf("--ref %s: logits of shape %v, but the run gives %v (--batch, --seq and the model's vocabulary)", path, shape, want)
+	}
+	return nil
 }
 
 // parseBatchSizes reads --decode-batch: positive sizes separated by commas.

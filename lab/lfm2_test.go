@@ -306,17 +306,17 @@ func TestLFM2Errors(t *testing.T) {
 		{[]string{"logits", "--model", truncated, "--ids", "1", "--out", out}, 1, "model.safetensors"},
 		{[]string{"logits", "--model", dir, "--ids", "1", "--out", out, "--device", "cuda:99"}, 1, `unknown device "cuda:99"`},
 		{[]string{"logits", "--model", dir, "--ids", "1", "--out", out, "--dtype", "bf16"}, 2, "the CPU reference computes in f32"},
-		{[]string{"logits", "--model", dir, "--ids", "1", "--out", out, "--device", "tpu"}, 2, `--device "tpu"`},
+		{[]string{"logits", "--model", dir, "--ids", "1", "--out", out, "--device", "tpu"}, 2, `invalid value "tpu" for flag -device: want cpu, cuda:N or all-gpus`},
 		{[]string{"bench", "--random", "lfm2-8b-a1b"}, 1, "8.34 billion parameters (33.4 GB in float32)"},
 		{[]string{"bench", "--random", "gpt-5"}, 2, `no preset "gpt-5"`},
 		{[]string{"bench", "--model", dir, "--random", "lfm2-8b-a1b"}, 2, "exactly one of --model DIR and --random NAME"},
 		{[]string{"bench", "--model", dir, "--batch", "1", "--seq", "2", "--ref", out}, 1, "x.npy"},
 		{[]string{"bench", "--model", dir, "--compare-moe"}, 2, "--compare-moe compares the CUDA engine's MoE paths"},
 		{[]string{"bench", "--model", dir, "--decode", "2", "--decode-batch", "1,0"}, 2, `"0" is not a positive batch size`},
-		{[]string{"bench", "--model", dir, "--reps", "0"}, 2, "want positive sizes"},
-		{[]string{"bench", "--model", dir, "--micro-tokens", "-1"}, 2, "--micro-tokens -1"},
+		{[]string{"bench", "--model", dir, "--reps", "0"}, 2, `invalid value "0" for flag -reps`},
+		{[]string{"bench", "--model", dir, "--micro-tokens", "-1"}, 2, `invalid value "-1" for flag -micro-tokens`},
 		{[]string{"bench", "--model", dir, "--moe", "wgmma"}, 2, "--moe picks the CUDA engine's MoE path"},
-		{[]string{"bench", "--model", dir, "--device", "cuda:0", "--moe", "fastest"}, 2, `--moe "fastest"`},
+		{[]string{"bench", "--model", dir, "--device", "cuda:0", "--moe", "fastest"}, 2, `invalid value "fastest" for flag -moe: want grouped, wgmma or persistent`},
 		{[]string{"frobnicate"}, 2, `unknown subcommand "frobnicate"`},
 	} {
 		code, _, errs := lab(append([]string{"lfm2"}, tc.args...)...)
@@ -486,5 +486,87 @@ func TestLFM2AllGPUsWithoutGPU(t *testing.T) {
 	code, _, errs := lab("lfm2", "logits", "--model", dir, "--ids", "1 2", "--out", out, "--device", "all-gpus")
 	if code != 1 || !strings.Contains(errs, "--device all-gpus: no CUDA device") {
 		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// poisonLFM2Model rewrites the weights of lfm2TestModel's model in dir
+// with tensor name changed by poison.
+func poisonLFM2Model(t *testing.T, dir string, c *lfm2.Config, name string, poison func([]float32)) {
+	t.Helper()
+	tensors := lfm2.RandomTensors(c, 5, "F32")
+	poison(tensors[name].Data)
+	if err := lfm2.WriteSafetensors(filepath.Join(dir, "model.safetensors"), tensors); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLFM2NonFinite: a model with a NaN weight is refused at load, naming
+// the tensor; one whose finite weights overflow fails naming the layer
+// where the values stop being finite. Neither exits 0 nor writes logits.
+func TestLFM2NonFinite(t *testing.T) {
+	nanDir, c, _, _ := lfm2TestModel(t)
+	poisonLFM2Model(t, nanDir, c, "model.layers.2.conv.out_proj.weight", func(v []float32) { v[17] = float32(math.NaN()) })
+	hugeDir, _, _, _ := lfm2TestModel(t)
+	poisonLFM2Model(t, hugeDir, c, "model.layers.1.operator_norm.weight", func(v []float32) {
+		for i := range v {
+			v[i] = math.MaxFloat32
+		}
+	})
+	out := filepath.Join(t.TempDir(), "l.npy")
+	for _, tc := range []struct {
+		dir, want string
+	}{
+		{nanDir, "tensor model.layers.2.conv.out_proj.weight holds NaN at [1 1] (element 17 of 256)"},
+		{hugeDir, "layer 1 (attention) output is not finite at position 0"},
+	} {
+		for _, args := range [][]string{
+			{"lfm2", "run", "--model", tc.dir, "--prompt", "hi", "--max-new", "3"},
+			{"lfm2", "logits", "--model", tc.dir, "--ids", "1 2 3", "--out", out},
+		} {
+			code, stdout, errs := lab(args...)
+			if code != 1 || !strings.Contains(errs, tc.want) || strings.TrimSpace(stdout) != "" {
+				t.Errorf("lab %q: exit %d, stdout %q, stderr %q; want exit 1 and %q", args, code, stdout, errs, tc.want)
+			}
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a failed run wrote %s", out)
+	}
+}
+
+// TestLFM2BenchRefusesEarly: a sequence length past the model's limit, and
+// a reference whose header claims another shape than the run's logits (a
+// sparse file of 48 GB), are refused before the benchmark allocates for
+// them or runs.
+func TestLFM2BenchRefusesEarly(t *testing.T) {
+	dir, _, _, _ := lfm2TestModel(t)
+	ref := filepath.Join(t.TempDir(), "huge.npy")
+	header := "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4, 1000000000), }"
+	header += strings.Repeat(" ", 63-(10+len(header))%64) + "\n"
+	f, err := os.Create(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Write(append([]byte{0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, byte(len(header)), byte(len(header) >> 8)}, header...))
+	if err == nil {
+		err = f.Truncate(int64(10+len(header)) + 4*3*4*1000000000)
+	}
+	if err := errors.Join(err, f.Close()); err != nil {
+		t.Skipf("no sparse 48 GB file here: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--batch", "1", "--seq", "20000000"}, "sequences of 20000000 tokens are longer than max_position_embeddings = 12"},
+		{[]string{"--batch", "3", "--seq", "4", "--ref", ref}, "--ref " + ref + ": logits of shape [3 4 1000000000], but the run gives [3 4 260]"},
+	} {
+		code, stdout, errs, got := labAllocating(append([]string{"lfm2", "bench", "--model", dir}, tc.args...)...)
+		if code != 1 || !strings.Contains(errs, tc.want) || strings.Contains(stdout, "samples/s") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 1 and %q before the run", tc.args, code, stdout, errs, tc.want)
+		}
+		if got > 64<<20 {
+			t.Errorf("%q: %d bytes allocated before the refusal", tc.args, got)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 
+	"gpulab/engine/interrupt"
 	"gpulab/engine/sandbox"
 	_ "gpulab/engine/suites" // registers every benchmark suite
 )
@@ -37,8 +38,12 @@ Usage:
 Device ids select a device everywhere: cpu, opencl:P:D, cuda:N.
 `
 
+// main runs the command. A SIGINT or SIGTERM ends it with status 130 or
+// 143, once everything it started is stopped and its temporary files and
+// directories are removed (package interrupt).
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	interrupt.Catch("lab", os.Stderr)
+	interrupt.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run executes one command and returns the exit status: 0 success, 1 a

@@ -2,13 +2,13 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"gpulab/engine"
@@ -19,11 +19,10 @@ import (
 // nbrunCmd executes notebooks through the GoNB kernel, without Python
 // Jupyter, and writes the executed copies (with their outputs) into --out.
 // It fails if any cell fails, naming the notebook, the cell and the error.
-func nbrunCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("nbrun", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func nbrunCmd(args []string, stdout, stderr io.Writer) (err error) {
+	fs := newFlagSet("nbrun", stderr)
 	outDir := fs.String("out", ".", "write the executed notebooks into this folder")
-	timeout := fs.Duration("timeout", 15*time.Minute, "time limit per cell")
+	timeout := numberFlag(fs, "timeout", 15*time.Minute, durations, "time limit per cell")
 	gonb := fs.String("gonb", "", "the GoNB binary (default: $GPULAB_ROOT/.tools/bin/gonb, else gonb on PATH)")
 	logPath := fs.String("log", "", "append the kernel's log to this file")
 	stamp := fs.Bool("stamp", false, "start the first code cell's output with the commit, the date, the host and the devices")
@@ -78,12 +77,20 @@ func nbrunCmd(args []string, stdout, stderr io.Writer) error {
 		},
 	}
 	if *logPath != "" {
-		f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return err
+		f, openErr := os.OpenFile(*logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if openErr != nil {
+			return openErr
 		}
 		defer f.Close()
-		opt.Kernel.Log = f
+		log := &logFile{w: f}
+		opt.Kernel.Log = log
+		defer func() {
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			if log.err != nil && err == nil {
+				err = fmt.Errorf("--log %s: %w: the kernel's log is incomplete", *logPath, log.err)
+			}
+		}()
 	}
 	if *stamp {
 		opt.Stamp = stampText()
@@ -105,6 +112,25 @@ func nbrunCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d of %d notebooks failed: %s", len(failed), len(notebooks), strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// logFile passes the kernel's output on to w until a write fails (a full
+// disk, /dev/full), then keeps its error and discards the rest: the
+// kernel, whose output pipe would break, runs on, and nbrun fails at the
+// end naming the log.
+type logFile struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+}
+
+func (l *logFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		_, l.err = l.w.Write(p)
+	}
+	return len(p), nil
 }
 
 // nbrunOne executes one notebook and writes the executed copy, also when a

@@ -5,7 +5,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestNbrun executes a passing and a failing notebook with lab nbrun: the
@@ -13,12 +15,7 @@ import (
 // exit status and message name the failing notebook and cell.
 func TestNbrun(t *testing.T) {
 	root, _ := filepath.Abs("..")
-	if _, err := os.Stat(filepath.Join(root, ".tools", "bin", "gonb")); err != nil {
-		t.Skipf("no GoNB kernel in .tools/bin (make deps builds it): %v", err)
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command on PATH: GoNB compiles cells with it")
-	}
+	needGonb(t, root)
 	t.Setenv("GPULAB_ROOT", root)
 	dir := t.TempDir()
 	cell := func(src string) string {
@@ -59,6 +56,12 @@ func TestNbrun(t *testing.T) {
 	if failed, err := os.ReadFile(filepath.Join(out, "bad.ipynb")); err != nil || !strings.Contains(string(failed), "index out of range") {
 		t.Errorf("the failing notebook's copy should hold the error (%v)", err)
 	}
+	// A log that cannot be written fails the command, naming it, and
+	// does not stop the kernel (whose output pipe would break).
+	code, stdout, errs = lab("nbrun", good, "--out", filepath.Join(dir, "logged"), "--log", "/dev/full")
+	if want := "--log /dev/full: write /dev/full: no space left on device"; code != 1 || !strings.Contains(errs, want) || !strings.Contains(stdout, "ok   "+good) {
+		t.Errorf("--log /dev/full: exit %d, stdout %q, stderr %q; want exit 1, the notebook run and %q", code, stdout, errs, want)
+	}
 }
 
 func TestNbrunUsage(t *testing.T) {
@@ -83,4 +86,57 @@ func TestNbrunUsage(t *testing.T) {
 	if code, _, errs := lab("nbrun", nb, "--out", t.TempDir(), "--gonb", "/no/such/gonb"); code != 1 || !strings.Contains(errs, "/no/such/gonb") {
 		t.Errorf("missing kernel: exit %d, %q", code, errs)
 	}
+}
+
+// TestNbrunInterrupted interrupts lab nbrun while a cell runs: a Go cell
+// that loops forever (SIGINT), and a shell command that leaves a child in
+// the background (SIGTERM). lab exits with 128 + the signal and leaves
+// nothing behind: no GoNB, no cell program, no background child, no gopls
+// (which GoNB starts in a process group of its own), no gpulab-kernel-*
+// directory.
+func TestNbrunInterrupted(t *testing.T) {
+	root, _ := filepath.Abs("..")
+	gonb := needGonb(t, root)
+	bin := labBinary(t)
+	cell := func(src string) string {
+		return `{"cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [], "source": ` + src + `}`
+	}
+	for _, tc := range []struct {
+		name   string
+		cells  []string
+		sig    syscall.Signal
+		status int
+	}{
+		{"endless cell, SIGINT", []string{cell(`"%%\nos.WriteFile(os.Getenv(\"GPULAB_TEST_READY\"), nil, 0o644)\nfor {\n}"`)}, syscall.SIGINT, 130},
+		{"background child, SIGTERM", []string{cell(`"!sleep 1000 & touch \"$GPULAB_TEST_READY\""`), cell(`"%%\ntime.Sleep(time.Hour)"`)}, syscall.SIGTERM, 143},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			nb := filepath.Join(dir, "nb.ipynb")
+			text := `{"cells": [` + strings.Join(tc.cells, ", ") + `], "metadata": {"kernelspec": {"name": "gonb"}}, "nbformat": 4, "nbformat_minor": 5}`
+			if err := os.WriteFile(nb, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ready := filepath.Join(dir, "ready")
+			r := startInterruptible(t, bin, []string{"GPULAB_TEST_READY=" + ready, "GPULAB_ROOT=" + root},
+				"nbrun", nb, "--out", filepath.Join(dir, "out"), "--gonb", gonb)
+			before := r.interrupt(3*time.Minute, func() bool { _, err := os.Stat(ready); return err == nil }, tc.sig, tc.status)
+			t.Logf("alive at the signal: %v", before)
+		})
+	}
+}
+
+// needGonb is the GoNB kernel that lab nbrun finds (gonbPath: the one in
+// root/.tools/bin, else gonb on PATH), or skips the test without one or
+// without the go command that GoNB compiles cells with.
+func needGonb(t *testing.T, root string) string {
+	t.Helper()
+	gonb, err := gonbPath("", root)
+	if err != nil {
+		t.Skip(err)
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH: GoNB compiles cells with it")
+	}
+	return gonb
 }

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,13 +12,19 @@ import (
 	"gpulab/engine/plot"
 )
 
+// plotValues are what --y may show on the y axis.
+var plotValues = map[string]func(bench.Record) float64{
+	"median_ms": func(r bench.Record) float64 { return r.MedianMS },
+	"gbps":      func(r bench.Record) float64 { return r.GBps },
+	"gflops":    func(r bench.Record) float64 { return r.GFLOPS },
+}
+
 // plotCmd draws benchmark records as a PNG or HTML file, for write-ups in
 // docs/: a line per series with x read from a parameter, or a roofline.
 func plotCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("plot", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("plot", stderr)
 	x := fs.String("x", "", "parameter on the x axis (e.g. divergent_fraction, local, stride)")
-	y := fs.String("y", "median_ms", "what the y axis shows: median_ms, gbps or gflops")
+	y := choiceFlag(fs, "y", "median_ms", slices.Sorted(maps.Keys(plotValues)), "what the y axis shows: median_ms, gbps or gflops")
 	series := fs.String("series", "device", "what names a line: device, variant, a parameter, or several joined by commas")
 	var where whereFlags
 	fs.Var(&where, "where", "keep only records whose device, variant or parameter KEY has VALUE (KEY=VALUE, repeatable)")
@@ -67,14 +74,7 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		fig = f
 	} else {
-		value, ok := map[string]func(bench.Record) float64{
-			"median_ms": func(r bench.Record) float64 { return r.MedianMS },
-			"gbps":      func(r bench.Record) float64 { return r.GBps },
-			"gflops":    func(r bench.Record) float64 { return r.GFLOPS },
-		}[*y]
-		if !ok {
-			return usageError{fmt.Errorf("--y %q: want median_ms, gbps or gflops", *y)}
-		}
+		value := plotValues[*y]
 		lines := map[string]*plot.Series{}
 		var names []string
 		for _, r := range recs {

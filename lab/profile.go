@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/csv"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"gpulab/engine/bench"
 	"gpulab/engine/cuda"
 	"gpulab/engine/exercise"
+	"gpulab/engine/interrupt"
 )
 
 // lab profile runs one kernel under Nsight Compute (ncu) and says in
@@ -84,13 +84,12 @@ type profileFlags struct {
 }
 
 func profileCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var p profileFlags
-	fs.StringVar(&p.device, "device", "cuda:0", "a CUDA device (Nsight Compute profiles NVIDIA GPUs)")
+	fs := newFlagSet("profile", stderr)
+	p := profileFlags{device: "cuda:0"}
+	fs.Var(&deviceValue{choiceValue{&p.device, []string{devCUDA}}}, "device", "a CUDA device (Nsight Compute profiles NVIDIA GPUs)")
 	fs.StringVar(&p.size, "size", "", "the size, as lab bench takes it (e.g. 4096 or 1000x1023x999 for gemm)")
 	fs.StringVar(&p.variant, "variant", "", "the variant (lab bench's --variants names them; an unknown one lists them)")
-	fs.StringVar(&p.exercise, "exercise", "", "profile a submission of this exercise instead (its kernel at the check's timing size): lab profile --exercise NAME FILE")
+	fs.Var(&choiceValue{&p.exercise, exercise.Names()}, "exercise", "profile a submission of this exercise instead (its kernel at the check's timing size): lab profile --exercise NAME FILE")
 	fs.StringVar(&p.out, "out", "profiles", "keep the raw report (NAME.ncu-rep) in this directory")
 	fs.BoolVar(&p.target, "target", false, "(what ncu runs) run the kernel between cuProfilerStart and cuProfilerStop")
 	fs.Usage = func() {
@@ -133,13 +132,13 @@ func profileCmd(args []string, stdout, stderr io.Writer) error {
 	cmd := exec.Command(ncu, ncuArgs(report, self, p.targetArgs())...)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(&log, stderr), io.MultiWriter(&log, stderr)
-	if err := cmd.Run(); err != nil {
+	if err := interrupt.Run(cmd); err != nil {
 		return fmt.Errorf("ncu: %v", err)
 	}
 	var csvOut, csvErr bytes.Buffer
 	imp := exec.Command(ncu, "--import", report+".ncu-rep", "--csv", "--page", "details")
 	imp.Stdout, imp.Stderr = &csvOut, &csvErr
-	if err := imp.Run(); err != nil {
+	if err := interrupt.Run(imp); err != nil {
 		return fmt.Errorf("ncu --import %s.ncu-rep: %v: %s", report, err, strings.TrimSpace(csvErr.String()))
 	}
 	kernels, err := parseNCUDetails(csvOut.String())

@@ -150,7 +150,7 @@ func TestProfileCommand(t *testing.T) {
 		{[]string{"profile", "gemm", "--size", "64"}, 2, "want a suite with --size and --variant"},
 		{[]string{"profile", "--exercise", "gemm/tiled"}, 2, "want a suite with --size and --variant"},
 		{[]string{"profile", "gemm", "--size", "64", "--variant", "01_naive"}, 1, "lab profile needs Nsight Compute: ncu is not on PATH"},
-		{[]string{"profile", "gemm", "--device", "cpu", "--size", "64", "--variant", "01_naive", "--target"}, 2, "Nsight Compute profiles CUDA devices"},
+		{[]string{"profile", "gemm", "--device", "cpu", "--size", "64", "--variant", "01_naive", "--target"}, 2, `invalid value "cpu" for flag -device: want cuda:N`},
 		{[]string{"profile", "nosuch", "--size", "64", "--variant", "v", "--target"}, 2, `unknown suite "nosuch"`},
 	} {
 		if ncu, err := cuda.Tool("ncu"); err == nil && strings.Contains(tc.want, "needs Nsight Compute") {

@@ -14,7 +14,8 @@ import (
 )
 
 const sparseUsage = `usage:
-  lab sparse info FILE [--json]      a Matrix Market file's header, entry counts and row lengths
+  lab sparse info FILE [--json]      a Matrix Market file's header, entry counts (duplicates summed)
+                                     and row lengths
   lab sparse phases MATRIX [--device cuda:0] [--steps S,...] [--window W] [--json FILE]
                                      time each phase (and bin) of the GPU SpGEMM steps on C = A²,
                                      next to cuSPARSE; MATRIX as for lab bench --matrix
@@ -70,26 +71,31 @@ func oneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
 
 // sparseInfo is what lab sparse info reports.
 type sparseInfo struct {
-	File      string   `json:"file"`
-	Object    string   `json:"object"`
-	Format    string   `json:"format"`
-	Field     string   `json:"field"`
-	Symmetry  string   `json:"symmetry"`
-	Rows      int      `json:"rows"`
-	Cols      int      `json:"cols"`
-	Stored    int      `json:"stored"` // entries in the file
-	NNZ       int      `json:"nnz"`    // entries after expanding symmetric ones
-	RowMin    int      `json:"row_min"`
-	RowMax    int      `json:"row_max"`
-	RowMean   float64  `json:"row_mean"`
-	RowStddev float64  `json:"row_stddev"`
-	RowsEmpty int      `json:"rows_empty"` // rows without an entry
-	Comments  []string `json:"comments"`
+	File     string `json:"file"`
+	Object   string `json:"object"`
+	Format   string `json:"format"`
+	Field    string `json:"field"`
+	Symmetry string `json:"symmetry"`
+	Rows     int    `json:"rows"`
+	Cols     int    `json:"cols"`
+	Stored   int    `json:"stored"` // entries in the file
+	NNZ      int    `json:"nnz"`    // positions with an entry, after expanding symmetric ones
+	// Duplicates are the entries summed into another at the same position
+	// (after expanding symmetric ones), as scipy.io.mmread(f).tocsr() sums
+	// them: NNZ + Duplicates entries were read.
+	Duplicates int      `json:"duplicates"`
+	RowMin     int      `json:"row_min"`
+	RowMax     int      `json:"row_max"`
+	RowMean    float64  `json:"row_mean"`
+	RowStddev  float64  `json:"row_stddev"`
+	RowsEmpty  int      `json:"rows_empty"` // rows without an entry
+	Comments   []string `json:"comments"`   // the first comment lines (sparse.Header.Comments)
+	// CommentsOmitted counts the comment lines after those.
+	CommentsOmitted int `json:"comments_omitted"`
 }
 
 func sparseInfoCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sparse info", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sparse info", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab sparse info FILE [--json]")
@@ -99,12 +105,17 @@ func sparseInfoCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, h, err := sparse.ReadMatrixMarketFile(path)
+	coo, h, err := sparse.ReadMatrixMarketFile(path)
 	if err != nil {
 		return err
 	}
+	m, dups, err := coo.Summed()
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	in := sparseInfo{File: path, Object: h.Object, Format: h.Format, Field: h.Field, Symmetry: h.Symmetry,
-		Rows: h.Rows, Cols: h.Cols, Stored: h.Entries, NNZ: m.NNZ(), Comments: h.Comments}
+		Rows: h.Rows, Cols: h.Cols, Stored: h.Entries, NNZ: m.NNZ(), Duplicates: dups,
+		Comments: h.Comments, CommentsOmitted: h.CommentsOmitted}
 	st := m.RowLengthStats()
 	in.RowMin, in.RowMax, in.RowMean, in.RowStddev, in.RowsEmpty = st.Min, st.Max, st.Mean, st.Stddev, st.Empty
 	if in.Comments == nil {
@@ -119,12 +130,22 @@ func sparseInfoCmd(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "header     %s %s %s %s\n", in.Object, in.Format, in.Field, in.Symmetry)
 	fmt.Fprintf(stdout, "size       %d×%d\n", in.Rows, in.Cols)
 	fmt.Fprintf(stdout, "stored     %d entries\n", in.Stored)
+	var notes []string
 	switch {
 	case h.Symmetry != "general":
-		fmt.Fprintf(stdout, "nnz        %d (after expanding the %s entries)\n", in.NNZ, h.Symmetry)
+		notes = append(notes, "after expanding the "+h.Symmetry+" entries")
 	case h.Format == "array":
-		fmt.Fprintf(stdout, "nnz        %d (nonzero values)\n", in.NNZ)
-	default:
+		notes = append(notes, "nonzero values")
+	}
+	switch {
+	case in.Duplicates == 1:
+		notes = append(notes, "1 duplicate summed")
+	case in.Duplicates > 1:
+		notes = append(notes, fmt.Sprintf("%d duplicates summed", in.Duplicates))
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(stdout, "nnz        %d (%s)\n", in.NNZ, strings.Join(notes, "; "))
+	} else {
 		fmt.Fprintf(stdout, "nnz        %d\n", in.NNZ)
 	}
 	if in.Rows > 0 && in.Cols > 0 {
@@ -134,12 +155,14 @@ func sparseInfoCmd(args []string, stdout, stderr io.Writer) error {
 	for _, c := range in.Comments {
 		fmt.Fprintf(stdout, "%% %s\n", c)
 	}
+	if in.CommentsOmitted > 0 {
+		fmt.Fprintf(stdout, "%% (%d more comment lines not kept)\n", in.CommentsOmitted)
+	}
 	return nil
 }
 
 func sparseFetchCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sparse fetch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sparse fetch", stderr)
 	cache := fs.String("cache", "", "cache directory (default: the user cache directory's gpulab/suitesparse)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab sparse fetch Group/Name [--cache DIR]   (e.g. HB/bcsstk01; $GPULAB_SUITESPARSE_URL replaces the download URL)")
@@ -161,12 +184,11 @@ func sparseFetchCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func sparsePhasesCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sparse phases", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	device := fs.String("device", "cuda:0", "CUDA device")
-	steps := fs.String("steps", "", "comma-separated steps (default: all of "+strings.Join(sparse.GPUSteps, ", ")+")")
+	fs := newFlagSet("sparse phases", stderr)
+	device := deviceFlag(fs, "cuda:0", []string{devCUDA}, "CUDA device")
+	steps := listFlag(fs, "steps", sparse.GPUSteps, "comma-separated steps (default: all of "+strings.Join(sparse.GPUSteps, ", ")+")")
 	jsonPath := fs.String("json", "", "also write the stats, with the device, commit and date, to this JSON file")
-	window := fs.Int("window", 0, "column width of the windowed dense blocks, a multiple of 1024 up to 32768 (default 16384)")
+	window := numberFlag(fs, "window", 0, ints(1024, 32768), "column width of the windowed dense blocks, a multiple of 1024 up to 32768 (default 16384)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab sparse phases MATRIX [--device cuda:0] [--steps S,...] [--window W] [--json FILE]")
 		fs.PrintDefaults()
@@ -187,11 +209,7 @@ func sparsePhasesCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var only []string
-	if *steps != "" {
-		only = bench.SplitList(*steps)
-	}
-	stats, err := sparse.Profile(dev.CUDA, a, a, only, *window)
+	stats, err := sparse.Profile(dev.CUDA, a, a, *steps, *window)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -83,7 +82,7 @@ func TestSparseErrors(t *testing.T) {
 		{[]string{"sparse", "info", "no/such/file.mtx"}, 1, "no such file"},
 		{[]string{"sparse", "fetch", "justaname"}, 2, "bad SuiteSparse matrix name"},
 		{[]string{"sparse", "phases"}, 2, "no matrix given"},
-		{[]string{"sparse", "phases", "poisson:k=4", "--device", "cpu"}, 2, "not a CUDA device"},
+		{[]string{"sparse", "phases", "poisson:k=4", "--device", "cpu"}, 2, `invalid value "cpu" for flag -device: want cuda:N`},
 		{[]string{"sparse", "phases", "poisson:k=4", "--device", "cuda:99"}, 2, "cuda:99"},
 	}
 	for _, tc := range tests {
@@ -162,14 +161,11 @@ func TestSparseBoundedByWhatExists(t *testing.T) {
 	if err := os.WriteFile(huge, []byte("%%MatrixMarket matrix coordinate real general\n% two billion empty rows\n2000000000 2000000000 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	code, out, errs := lab("sparse", "info", huge, "--json")
-	runtime.ReadMemStats(&after)
+	code, out, errs, grew := labAllocating("sparse", "info", huge, "--json")
 	if code != 0 {
 		t.Fatalf("sparse info: exit %d: %s", code, errs)
 	}
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+	if grew > 64<<20 {
 		t.Errorf("sparse info allocated %d bytes for a file of three lines", grew)
 	}
 	var info map[string]any
@@ -206,5 +202,103 @@ func TestSparseBoundedByWhatExists(t *testing.T) {
 	code, _, errs = lab("sparse", "info", nan)
 	if want := nan + `:line 4: entry 2 (2, 1): value "NaN" is not finite`; code != 1 || !strings.Contains(errs, want) {
 		t.Errorf("a NaN: exit %d, %s; want exit 1 and %q", code, errs, want)
+	}
+}
+
+// TestSparseInfoDuplicates: entries at one position are summed, as
+// scipy.io.mmread(f).tocsr() sums them, so nnz and density count positions,
+// and the duplicates are reported in the text and the JSON (for symmetric
+// files, of the expanded entries); a symmetric file that lists both
+// triangles is refused, naming the line.
+func TestSparseInfoDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"dup.mtx":  "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n1 1 2\n2 2 3\n",
+		"sym.mtx":  "%%MatrixMarket matrix coordinate real symmetric\n2 2 3\n1 1 1\n2 1 2\n2 1 3\n",
+		"both.mtx": "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 2 1\n2 1 1\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		file string
+		text []string
+		json map[string]float64
+	}{
+		{"dup.mtx", []string{"stored     3 entries", "nnz        2 (1 duplicate summed)\n", "density    50%", "min 1, max 1, mean 1.00, stddev 0.00; 0 of 2 rows empty"},
+			map[string]float64{"stored": 3, "nnz": 2, "duplicates": 1, "row_max": 1, "rows_empty": 0}},
+		{"sym.mtx", []string{"stored     3 entries", "nnz        3 (after expanding the symmetric entries; 2 duplicates summed)\n", "density    75%", "min 1, max 2"},
+			map[string]float64{"stored": 3, "nnz": 3, "duplicates": 2, "row_max": 2, "row_min": 1}},
+	} {
+		path := filepath.Join(dir, tc.file)
+		code, out, errs := lab("sparse", "info", path)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.file, code, errs)
+		}
+		for _, s := range tc.text {
+			if !strings.Contains(out, s) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.file, s, out)
+			}
+		}
+		code, out, errs = lab("sparse", "info", path, "--json")
+		var got map[string]any
+		if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+			t.Fatalf("%s --json: exit %d, %v: %s %s", tc.file, code, err, out, errs)
+		}
+		for k, want := range tc.json {
+			if got[k] != want {
+				t.Errorf("%s: %s = %v, want %v", tc.file, k, got[k], want)
+			}
+		}
+	}
+	both := filepath.Join(dir, "both.mtx")
+	code, _, errs := lab("sparse", "info", both)
+	if want := both + ":line 4: entry (2, 1) is below the diagonal, but line 3's (1, 2) is above it: a symmetric file lists one triangle only"; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("both triangles: exit %d, %s; want exit 1 and %q", code, errs, want)
+	}
+}
+
+// TestSparseInfoBoundsComments: a .mtx.gz of 200,000 comment lines is
+// described with the first 1000 of them and a count of the rest, in bounded
+// memory; one of more than 16 MiB of comment lines is refused at the line
+// that passes the bound.
+func TestSparseInfoBoundsComments(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(content))
+		zw.Close()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	const banner = "%%MatrixMarket matrix coordinate real general\n"
+	many := write("many.mtx.gz", banner+strings.Repeat("% a comment line of the flood\n", 200_000)+"2 2 1\n1 1 1\n")
+	code, out, errs, grew := labAllocating("sparse", "info", many, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if grew > 8<<20 {
+		t.Errorf("sparse info allocated %d bytes for 6 MB of comments", grew)
+	}
+	var info struct {
+		Comments []string `json:"comments"`
+		Omitted  int      `json:"comments_omitted"`
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil || len(info.Comments) != 1000 || info.Omitted != 199_000 {
+		t.Errorf("%d comments kept, %d omitted (%v); want 1000 and 199000", len(info.Comments), info.Omitted, err)
+	}
+	if code, out, _ := lab("sparse", "info", many); code != 0 || !strings.Contains(out, "% (199000 more comment lines not kept)") {
+		t.Errorf("text: exit %d, the omitted comments not said:\n%.300s", code, out[max(0, len(out)-300):])
+	}
+	flood := write("flood.mtx.gz", banner+strings.Repeat("% x\n", 5_000_000))
+	code, _, errs = lab("sparse", "info", flood)
+	if want := flood + ":line 4194306: more than 16777216 bytes of comment and blank lines"; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("flood: exit %d, %s; want exit 1 and %q", code, errs, want)
 	}
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"gpulab/engine"
 	"gpulab/engine/cpu"
@@ -23,12 +21,11 @@ type sqfdPair struct {
 }
 
 func sqfdCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sqfd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sqfd", stderr)
 	pairs := fs.String("pairs", "", `a JSON array of signature pairs {"c1": [[f...]...], "w1": [...], "c2": [[f...]...], "w2": [...]}`)
-	simName := fs.String("sim", "gaussian", "similarity: gaussian exp(-alpha·d²) or heuristic 1/(alpha+d)")
-	alpha := fs.Float64("alpha", 1, "the similarity's alpha (> 0)")
-	device := fs.String("device", "cpu", "cpu, or cuda:N for the GPU kernel that k-medoids uses for self-similarities (cross_pairs)")
+	simName := choiceFlag(fs, "sim", sqfd.Gaussian.String(), []string{sqfd.Gaussian.String(), sqfd.Heuristic.String()}, "similarity: gaussian exp(-alpha·d²) or heuristic 1/(alpha+d)")
+	alpha := numberFlag(fs, "alpha", 1, floats(positive), "the similarity's alpha (> 0)")
+	device := deviceFlag(fs, "cpu", []string{devCPU, devCUDA}, "cpu, or cuda:N for the GPU kernel that k-medoids uses for self-similarities (cross_pairs)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab sqfd --pairs FILE.json [--sim gaussian|heuristic] [--alpha A] [--device cpu|cuda:N]")
 		fmt.Fprintln(stderr, "prints the Signature Quadratic Form Distance of each pair as a JSON array; weights are used as given")
@@ -40,9 +37,6 @@ func sqfdCmd(args []string, stdout, stderr io.Writer) error {
 	if *pairs == "" || fs.NArg() > 0 {
 		fs.Usage()
 		return usageError{fmt.Errorf("--pairs is required, and nothing else")}
-	}
-	if *device != "cpu" && !strings.HasPrefix(*device, "cuda:") {
-		return usageError{fmt.Errorf("lab sqfd runs on cpu or cuda:N, not %s", *device)}
 	}
 	sim, err := sqfd.ParseSimilarity(*simName)
 	if err != nil {

@@ -97,10 +97,10 @@ func TestSqfdErrors(t *testing.T) {
 		{[]string{"--pairs", path["inf"]}, "pair 0: sqfd: signature b, centroid 0: the weight is +Inf", 1},
 		{[]string{"--pairs", path["object"]}, "want a JSON array of pairs", 1},
 		{[]string{"--pairs", filepath.Join(t.TempDir(), "none.json")}, "none.json", 1},
-		{[]string{"--pairs", path["dim"], "--device", "opencl:0:0"}, "lab sqfd runs on cpu or cuda:N, not opencl:0:0", 2},
+		{[]string{"--pairs", path["dim"], "--device", "opencl:0:0"}, `invalid value "opencl:0:0" for flag -device: want cpu or cuda:N`, 2},
 		{[]string{"--pairs", path["dim"], "--device", "cuda:99"}, `unknown device "cuda:99"`, 2},
-		{[]string{"--pairs", path["dim"], "--sim", "cosine"}, `similarity "cosine"`, 2},
-		{[]string{"--pairs", path["dim"], "--alpha", "0"}, "alpha 0", 2},
+		{[]string{"--pairs", path["dim"], "--sim", "cosine"}, `invalid value "cosine" for flag -sim: want gaussian or heuristic`, 2},
+		{[]string{"--pairs", path["dim"], "--alpha", "0"}, `invalid value "0" for flag -alpha: want a finite number above 0`, 2},
 		{[]string{"--sim", "gaussian"}, "--pairs is required", 2},
 	} {
 		code, stdout, errs := lab(append([]string{"sqfd"}, tc.args...)...)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything `make test` checks, in order: the gates (gofmt, staticcheck, shellcheck), go vet, go test,
-# then every notebook executed headless (scripts/run-notebooks.sh). A failing stage does not stop the next ones; the script fails at the
+# the hostile-input probe of lab (scripts/probe.sh), then every notebook executed headless (scripts/run-notebooks.sh). A failing stage does not stop the next ones; the script fails at the
 # end if any stage failed, after a summary with the time of each stage.
 #
 # Assumes the dependencies are installed (make test runs `make deps` first).
@@ -62,6 +62,8 @@ if [[ -n "$(go list -e ./... 2>/dev/null)" ]]; then
     # shellcheck disable=SC2086
     run_stage "simd test" env GOEXPERIMENT=simd go test ${GOTESTFLAGS:-} -run CPU ./engine/gemm
   fi
+  # Issue #31's hostile inputs replayed against the lab binary (scripts/probes/cases.tsv, flags.tsv).
+  run_stage probe "$GPULAB_ROOT/scripts/probe.sh"
 else
   log "no Go packages yet: skipping go vet and go test"
 fi

@@ -119,8 +119,8 @@ func suiteNames() []string {
 type Options struct {
 	Warmup   int           // untimed runs first (default 2)
 	MinReps  int           // at least this many timed runs (default 5)
-	MaxReps  int           // at most this many (default 200, and at least MinReps)
-	MinTime  time.Duration // keep repeating until this much device time is spent (default 200ms)
+	MaxReps  int           // at most this many (default 200, and at least MinReps), even where MinTime is not spent yet
+	MinTime  time.Duration // keep repeating until this much device time is spent (default 200ms), or MaxReps runs are done
 	Variants []string      // run only these variants (the baseline always runs); empty: all. Run refuses a name the suite does not have
 	Progress io.Writer     // progress bar target when it is a terminal; nil: none
 }
@@ -172,6 +172,7 @@ type Record struct {
 	Size          string  `json:"size"`
 	Params        Params  `json:"params"`
 	Reps          int     `json:"reps"`
+	TotalMS       float64 `json:"total_ms,omitempty"` // the timed runs' device time together: at least MinTime, unless MaxReps ended them
 	MinMS         float64 `json:"min_ms"`
 	MedianMS      float64 `json:"median_ms"`
 	MaxMS         float64 `json:"max_ms"`
@@ -323,7 +324,7 @@ func Measure(c Case, opt Options) Record {
 	}
 	slices.Sort(times)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	r.Reps = len(times)
+	r.Reps, r.TotalMS = len(times), ms(total)
 	r.MinMS, r.MedianMS, r.MaxMS = ms(times[0]), ms(median(times)), ms(times[len(times)-1])
 	sec := r.MedianMS / 1e3
 	if c.Flops > 0 {

@@ -41,6 +41,22 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
+// TestMeasureRunsUntilMinTime: the timed runs go on until their device
+// time adds up to MinTime, as the runs report it (a fake clock here), or
+// MaxReps runs are done; the record says how much they took.
+func TestMeasureRunsUntilMinTime(t *testing.T) {
+	for _, tc := range []struct {
+		minTime time.Duration
+		maxReps int
+		want    int
+	}{{50 * time.Millisecond, 1_000_000, 50}, {2 * time.Second, 1_000_000, 2000}, {2 * time.Second, 0, 200}, {2 * time.Second, 300, 300}} {
+		r := Measure(fakeCase("a", time.Millisecond, 0, false), Options{MinReps: 1, MaxReps: tc.maxReps, MinTime: tc.minTime})
+		if r.Reps != tc.want || r.TotalMS != float64(tc.want) {
+			t.Errorf("MinTime %v, MaxReps %d: %d runs of 1ms, %g ms in all; want %d", tc.minTime, tc.maxReps, r.Reps, r.TotalMS, tc.want)
+		}
+	}
+}
+
 func TestRunSpeedupsAndVariants(t *testing.T) {
 	suite := Suite{Name: "fake", Cases: func(*engine.Device, string) ([]Case, func(), error) {
 		return []Case{fakeCase("base", 4*time.Millisecond, 0, true), fakeCase("fast", time.Millisecond, 0, false),
@@ -147,7 +163,7 @@ func TestParseBytes(t *testing.T) {
 			t.Errorf("ParseBytes(%q) = %d, %v", tc.in, got, err)
 		}
 	}
-	for _, bad := range []string{"", "0", "-1", "x", "12Q", "1e30"} {
+	for _, bad := range []string{"", "0", "-1", "x", "12Q", "1e30", "NaN", "nanK", "+Inf", "-Inf", "0.5", "0.0001K"} {
 		if _, err := ParseBytes(bad); err == nil {
 			t.Errorf("ParseBytes(%q) accepted", bad)
 		}

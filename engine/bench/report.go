@@ -55,7 +55,8 @@ func Compare(got, want []float32) Checked {
 	return c
 }
 
-// ParseBytes reads a size such as "4096", "64K", "256M" or "1G" (binary units).
+// ParseBytes reads a size such as "4096", "64K", "256M" or "1G" (binary
+// units): at least one byte and under 128 TiB; never NaN or an infinity.
 func ParseBytes(s string) (int, error) {
 	t := strings.ToUpper(strings.TrimSpace(s))
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
@@ -71,10 +72,11 @@ func ParseBytes(s string) (int, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 || v*float64(mult) > math.MaxInt32*float64(1<<16) {
+	bytes := v * float64(mult)
+	if err != nil || !(bytes >= 1 && bytes <= math.MaxInt32*float64(1<<16)) { // NaN is neither
 		return 0, fmt.Errorf("size %q: want a positive number of bytes such as 4096, 64K, 256M or 1G", s)
 	}
-	return int(v * float64(mult)), nil
+	return int(bytes), nil
 }
 
 // ParseFields reads a size such as "blobs:n=1000,d=64": after prefix,

@@ -120,7 +120,7 @@ func (c *Course) load(name string, ce CourseExercise) error {
 }
 
 // readSolution reads a solution file of at most the size of a Hello's
-// source.
+// source, which must be text (CheckText).
 func readSolution(path string) (string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -130,7 +130,13 @@ func readSolution(path string) (string, error) {
 		return "", fmt.Errorf("%s is not a regular file of at most 1 MiB", path)
 	}
 	data, err := os.ReadFile(path)
-	return string(data), err
+	if err != nil {
+		return "", err
+	}
+	if err := CheckText(string(data)); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return string(data), nil
 }
 
 // Paths are the files the course reads, which no submission may see.

@@ -19,6 +19,7 @@ import (
 	"gpulab/engine"
 	"gpulab/engine/cuda"
 	"gpulab/engine/exercise/wire"
+	"gpulab/engine/interrupt"
 )
 
 // SanitizerTools are the compute-sanitizer tools a diagnosis runs, in
@@ -286,11 +287,11 @@ func (e Exercise) rerunHere(f Flavor, src string, info engine.Info) Rerun {
 		if err != nil {
 			return RerunResult{}, err
 		}
-		dir, err := os.MkdirTemp("", "gpulab-sanitizer-*")
+		dir, remove, err := interrupt.TempDir("gpulab-sanitizer-*")
 		if err != nil {
 			return RerunResult{}, err
 		}
-		defer os.RemoveAll(dir)
+		defer remove()
 		logFile := filepath.Join(dir, "sanitizer.log")
 		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -303,11 +304,12 @@ func (e Exercise) rerunHere(f Flavor, src string, info engine.Info) Rerun {
 		cmd := exec.CommandContext(ctx, sanitizer, SanitizerArgs(tool, logFile, append([]string{exe}, os.Args[1:]...)...)...)
 		out := &tailWriter{} // the program's own output: not the report, but why there is none
 		cmd.Env, cmd.ExtraFiles, cmd.Stdout, cmd.Stderr = append(os.Environ(), diagnosisWorkerEnv+"=1"), []*os.File{theirs}, out, out
-		err = cmd.Start()
+		forget, err := interrupt.Start(cmd)
 		theirs.Close()
 		if err != nil {
 			return RerunResult{}, fmt.Errorf("starting %s: %w", sanitizer, err)
 		}
+		defer forget()
 		runner := e.judgeOver(ctx, ours, wire.Setup{Exercise: e.Name, Lang: f.Lang, Device: info.ID, Source: src}, f, src, info, tool, logFile)
 		timedOut := ctx.Err() != nil
 		cancel() // what is left of the worker ends now

@@ -201,12 +201,16 @@ func Names() []string {
 	return out
 }
 
-// Inspect reads a kernel exercise's source without running it: its
-// declarations must say a language the exercise has, and it must not hold
-// the skeleton's TODO line. It returns that language's flavour.
+// Inspect reads a kernel exercise's source without running it: it must be
+// text (CheckText), its declarations must say a language the exercise has,
+// and it must not hold the skeleton's TODO line. It returns that
+// language's flavour.
 func (e Exercise) Inspect(src string) (Flavor, error) {
 	if e.IsGo() {
 		return Flavor{}, fmt.Errorf("%s is a Go exercise: its check cell calls the function itself", e.Name)
+	}
+	if err := CheckText(src); err != nil {
+		return Flavor{}, err
 	}
 	f, err := e.Flavor(Language(src))
 	if err != nil {

@@ -2,6 +2,7 @@ package exercise
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -114,6 +115,32 @@ func TestTODOFails(t *testing.T) {
 		}
 		if err := r.Err(); err == nil || err.Error() != tc.name+": not passed yet (the report above says why)" {
 			t.Errorf("%s: Err() = %v", tc.name, err)
+		}
+	}
+}
+
+// TestInspectRefusesNUL: a source with a NUL byte (a binary file, say) is
+// refused, naming the offset and line of its first NUL, before a compiler
+// sees it: OpenCL and NVRTC read a source only up to its first NUL, and
+// would report a kernel missing (CL_INVALID_KERNEL_NAME).
+func TestInspectRefusesNUL(t *testing.T) {
+	for _, name := range Names() {
+		e, _ := Lookup(name)
+		for _, f := range e.Flavors {
+			src, err := f.Solution()
+			if err != nil {
+				t.Fatalf("%s (%s): %v", name, f.Lang, err)
+			}
+			i := strings.Index(src, "\n") + 1
+			bad := src[:i] + "\x00\x00" + src[i:]
+			if e.IsGo() {
+				err = e.InspectGo(bad)
+			} else {
+				_, err = e.Inspect(bad)
+			}
+			if want := fmt.Sprintf("a NUL byte at offset %d (line 2)", i); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s (%s): %v, want %q", name, f.Lang, err, want)
+			}
 		}
 	}
 }

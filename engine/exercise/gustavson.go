@@ -222,16 +222,20 @@ func checkGustavson(s *session) Result {
 	})
 }
 
-// InspectGo reads a Go exercise's cell without building it: it must not
-// hold the skeleton's TODO line, nor be the course's public solution, and
-// InspectGoFile must accept it as the file lab's build starts from (the
-// cell in package main, importing package sparse by its name). That
+// InspectGo reads a Go exercise's cell without building it: it must be
+// text (CheckText), it must not hold the skeleton's TODO line, nor be the
+// course's public solution, and InspectGoFile must accept it as the file
+// lab's build starts from (the cell in package main, importing package
+// sparse by its name; cgo is refused, naming the line). That
 // file's imports are not yet goimports': the build inspects its file
 // again once they are. A cell that does not parse is left to the
 // compiler, which says where.
 func (e Exercise) InspectGo(cell string) error {
 	if !e.IsGo() {
 		return fmt.Errorf("%s is a kernel exercise", e.Name)
+	}
+	if err := CheckText(cell); err != nil {
+		return err
 	}
 	if todo := e.Flavors[0].TODO; unfinished(cell, todo) {
 		return fmt.Errorf("%s", errUnfinished(e.Name, todo))

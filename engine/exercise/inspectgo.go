@@ -35,7 +35,8 @@ const sparsePath = "gpulab/engine/sparse"
 // InspectGoFile reads the file that a Go exercise's build compiles (the
 // cell as goimports completed it, whose imports may be more than the
 // cell's) without building it: it must not import what the exercise does
-// not allow or use the library's own implementation of the exercise
+// not allow ("C" included: the build has no cgo, and would leave the file
+// out) or use the library's own implementation of the exercise
 // (e.Forbidden), however reached. A file that does not parse is left to
 // the compiler, which says where. Type-checking needs the go command, run
 // in $GPULAB_ROOT (else the current directory), for the export data of
@@ -66,7 +67,9 @@ func (e Exercise) inspectFile(fset *token.FileSet, f *ast.File, src string) erro
 			return fmt.Errorf("your code imports %q, which this exercise does not allow", path)
 		case path == "gpulab" || strings.HasPrefix(path, "gpulab/") && path != sparsePath:
 			return fmt.Errorf("your code imports %q: this exercise allows the standard library and %s (its types)", path, sparsePath)
-		case path != "C" && !slices.Contains(paths, path):
+		case path == "C": // the build, without cgo, would leave the file out: "undefined: Gustavson"
+			return fmt.Errorf("your code imports \"C\" on line %d: cgo is not allowed in a cell (it is built without a C compiler): write the exercise in Go", fset.Position(imp.Pos()).Line)
+		case !slices.Contains(paths, path):
 			paths = append(paths, path)
 		}
 	}
@@ -298,7 +301,8 @@ func openExport(dir, path string) (io.ReadCloser, error) {
 // sparse by its name, as lab's build writes it before goimports.
 func withSparse(cell string) (*token.FileSet, *ast.File, error) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "cell.go", "package main\n\n"+cell, parser.ParseComments|parser.SkipObjectResolution)
+	// The line directive numbers the cell's lines from 1, as the student sees them.
+	f, err := parser.ParseFile(fset, "cell.go", "package main\n\n//line cell.go:1\n"+cell, parser.ParseComments|parser.SkipObjectResolution)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -91,6 +91,9 @@ func TestInspectGoRoutes(t *testing.T) {
 		{name: "file with two names", file: strings.Replace(file, "%s", "\"gpulab/engine/sparse\"\n\tsp \"gpulab/engine/sparse\"", 1) +
 			gustavsonHead + "\treturn sp.Gustavson(a, b)\n}\n", want: "uses sparse.Gustavson,"},
 		{name: "file importing unsafe", file: strings.Replace(file, "%s", "\"unsafe\"", 1) + "var _ unsafe.Pointer\n", want: `imports "unsafe"`},
+		{name: "cgo", cell: "import \"C\"\n\n" + gustavsonHead + "\treturn nil, nil\n}\n", want: `your code imports "C" on line 1: cgo is not allowed`},
+		{name: "cgo with a preamble", cell: "// #include <stdlib.h>\nimport \"C\"\n\n" + gustavsonHead + "\treturn nil, nil\n}\n", want: `imports "C" on line 2: cgo`},
+		{name: "file with cgo", file: strings.Replace(file, "%s", "\"C\"\n\t\"gpulab/engine/sparse\"", 1) + gustavsonSolution, want: `imports "C" on line 4: cgo`},
 		{name: "file with a linkname", file: strings.Replace(file, "%s", "_ \"unsafe\"", 1) + "//go:linkname g gpulab/engine/sparse.Gustavson\nfunc g()\n", want: "go:linkname"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

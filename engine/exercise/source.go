@@ -5,6 +5,18 @@ import (
 	"strings"
 )
 
+// CheckText returns an error if src holds a NUL byte, naming the offset
+// and line of the first: source code is text, and the OpenCL and CUDA
+// compilers read a source only up to its first NUL (a binary file would
+// reach them as a source without its kernel).
+func CheckText(src string) error {
+	i := strings.IndexByte(src, 0)
+	if i < 0 {
+		return nil
+	}
+	return fmt.Errorf("a NUL byte at offset %d (line %d): source code is text (is this a binary file?), and a compiler would read it only up to there", i, strings.Count(src[:i], "\n")+1)
+}
+
 // Language tells a CUDA kernel from an OpenCL one by its declarations, not
 // by words in comments or strings: a __global__ function is CUDA; a
 // function declared __kernel, or kernel followed by void or

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gpulab/engine/cuda"
+	"gpulab/engine/interrupt"
 )
 
 // Disassemble prints a CUBIN's SASS with cuobjdump -sass, or nvdisasm
@@ -20,11 +21,11 @@ func Disassemble(cubin []byte) (sass, tool string, err error) {
 	if len(cubin) == 0 {
 		return "", "", errors.New("no CUBIN to disassemble")
 	}
-	dir, err := os.MkdirTemp("", "gpulab-sass-*")
+	dir, remove, err := interrupt.TempDir("gpulab-sass-*")
 	if err != nil {
 		return "", "", err
 	}
-	defer os.RemoveAll(dir)
+	defer remove()
 	file := filepath.Join(dir, "kernel.cubin")
 	if err := os.WriteFile(file, cubin, 0o600); err != nil {
 		return "", "", err
@@ -44,7 +45,7 @@ func Disassemble(cubin []byte) (sass, tool string, err error) {
 		var out, stderr bytes.Buffer
 		cmd := exec.CommandContext(ctx, path, t.args...)
 		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
+		if err := interrupt.Run(cmd); err != nil {
 			return "", "", fmt.Errorf("%s %v: %v: %s", t.name, t.args[:len(t.args)-1], err, bytes.TrimSpace(stderr.Bytes()))
 		}
 		tool := t.name

@@ -19,6 +19,9 @@ import (
 	"syscall"
 	"time"
 
+	"gpulab/engine/interrupt"
+	"gpulab/engine/proctree"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -64,7 +67,8 @@ type Process struct {
 	bwrapInfo  *os.File // read end of bwrap's --info-fd pipe
 	bwrapInit  int      // pid of bwrap's init in the new pid namespace, once read from bwrapInfo; guarded by live
 	canceled   atomic.Bool
-	known      map[procKey]bool // processes found to be this run's, guarded by live
+	known      map[proctree.ID]bool // processes found to be this run's, guarded by live
+	forget     func()               // ends the registration of kill with package interrupt
 }
 
 // Pid is the process id of the started process (bwrap's, when bwrap is in use).
@@ -82,7 +86,7 @@ func (s *Sandbox) Start(ctx context.Context, spec Spec) (*Process, error) {
 		return nil, err
 	}
 	drop := spec.DropUser && s.root
-	p := &Process{ctx: ctx, path: spec.Path, token: rand.Text(), sandboxUID: -1, known: map[procKey]bool{}}
+	p := &Process{ctx: ctx, path: spec.Path, token: rand.Text(), sandboxUID: -1, known: map[proctree.ID]bool{}}
 	if drop {
 		p.sandboxUID = nobody
 	}
@@ -128,18 +132,34 @@ func (s *Sandbox) Start(ctx context.Context, spec Spec) (*Process, error) {
 	cmd.WaitDelay = waitDelay
 	p.cmd = cmd
 
-	live.Lock()
-	err := cmd.Start()
-	if err == nil {
+	// Until Wait, a SIGINT or SIGTERM that ends the caller kills the run
+	// too (package interrupt).
+	forget, err := interrupt.Register(func() (func(), error) {
+		live.Lock()
+		defer live.Unlock()
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
 		p.root = cmd.Process.Pid
 		live.procs[p.root] = p
-	}
-	live.Unlock()
+		return p.kill, nil
+	})
 	if err != nil {
 		p.release()
 		return nil, fmt.Errorf("sandbox: starting %s: %w", spec.Path, err)
 	}
+	p.forget = forget
 	return p, nil
+}
+
+// kill kills every process of the run, reaps the root (the caller exits
+// before its Wait would) and removes the private temp dir: the cleanup of
+// a caller that is interrupted.
+func (p *Process) kill() {
+	syscall.Kill(-p.root, syscall.SIGKILL)
+	p.sweep()
+	unix.Wait4(p.root, nil, unix.WNOHANG, nil)
+	p.release()
 }
 
 // Wait waits for the process and sweeps: as soon as the process has ended
@@ -168,6 +188,7 @@ func (p *Process) Wait() error {
 	if cleanupErr := errors.Join(sweepErr, p.release()); cleanupErr != nil {
 		err = errors.Join(err, cleanupErr)
 	}
+	p.forget()
 	return err
 }
 

@@ -1,14 +1,13 @@
 package sandbox
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"gpulab/engine/proctree"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,20 +23,6 @@ var live = struct {
 // sweepTimeout bounds Wait's sweep: a process in uninterruptible sleep (in a
 // driver, say) can outlast SIGKILL for a while.
 const sweepTimeout = 10 * time.Second
-
-// procKey identifies a process over time: a pid can be reused, a pid
-// together with its start time cannot.
-type procKey struct {
-	pid   int
-	start uint64 // clock ticks after boot
-}
-
-// procInfo is what /proc/PID/stat tells the sweep.
-type procInfo struct {
-	procKey
-	ppid, pgid int
-	state      byte // 'Z' for a zombie
-}
 
 // owner is whose a process is, as far as the sweep of one run can tell.
 type owner int
@@ -70,24 +55,24 @@ func (p *Process) sweep() error {
 func (p *Process) killRound() (int, error) {
 	live.Lock()
 	defer live.Unlock()
-	procs, err := listProcs()
+	procs, err := proctree.List()
 	if err != nil {
 		return 0, fmt.Errorf("sandbox: sweeping %s: %w", p.path, err)
 	}
 	c := classifier{run: p, procs: procs, self: os.Getpid(), owners: map[int]owner{}}
 	found := 0
 	for pid, info := range procs {
-		if c.owner(pid) != mine || pid == p.root && info.state == 'Z' {
+		if c.owner(pid) != mine || pid == p.root && info.Zombie() {
 			continue // the root ended: os/exec reaps it
 		}
 		found++
 		// Remembered, so that it is still recognized once it is a zombie
 		// with neither environment nor ancestry.
-		p.known[info.procKey] = true
+		p.known[info.ID] = true
 		switch {
-		case info.state != 'Z':
+		case !info.Zombie():
 			syscall.Kill(pid, syscall.SIGKILL)
-		case info.ppid == c.self:
+		case info.PPid == c.self:
 			// Only this pid: wait4(-1) would steal exit statuses from os/exec.
 			unix.Wait4(pid, nil, unix.WNOHANG, nil)
 		}
@@ -104,7 +89,7 @@ func (p *Process) killRound() (int, error) {
 // leftovers either way.
 type classifier struct {
 	run    *Process
-	procs  map[int]procInfo
+	procs  map[int]proctree.Info
 	self   int
 	owners map[int]owner
 }
@@ -129,17 +114,17 @@ func (c *classifier) classify(pid int) owner {
 	}
 	run := c.run
 	switch {
-	case pid == run.root || info.pgid == run.root || run.known[info.procKey]:
+	case pid == run.root || info.Pgid == run.root || run.known[info.ID]:
 		return mine
 	case live.procs[pid] != nil:
 		return another
-	case pid == run.bwrapInit && (info.ppid == run.root || info.ppid == c.self):
+	case pid == run.bwrapInit && (info.PPid == run.root || info.PPid == c.self):
 		return mine
 	}
-	if parent := c.owner(info.ppid); parent != unclaimed {
+	if parent := c.owner(info.PPid); parent != unclaimed {
 		return parent
 	}
-	if token := readToken(pid); token == run.token {
+	if token := proctree.Env(pid, tokenEnv); token == run.token {
 		return mine
 	} else if token != "" && liveToken(token) {
 		return another
@@ -160,66 +145,4 @@ func liveToken(token string) bool {
 		}
 	}
 	return false
-}
-
-// readToken is the value of tokenEnv in pid's environment, "" if it has
-// none or it cannot be read (a zombie's cannot).
-func readToken(pid int) string {
-	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		return ""
-	}
-	for _, kv := range bytes.Split(environ, []byte{0}) {
-		if value, ok := bytes.CutPrefix(kv, []byte(tokenEnv+"=")); ok {
-			return string(value)
-		}
-	}
-	return ""
-}
-
-// listProcs reads /proc/PID/stat of every process. Processes that end while
-// it reads are left out.
-func listProcs() (map[int]procInfo, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	procs := make(map[int]procInfo, len(entries))
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if info, err := readProcInfo(pid); err == nil {
-			procs[pid] = info
-		}
-	}
-	return procs, nil
-}
-
-func readProcInfo(pid int) (procInfo, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procInfo{}, err
-	}
-	// The command name (field 2) may contain anything; the fields after
-	// its closing parenthesis start with field 3, the state.
-	var fields []string
-	if i := bytes.LastIndexByte(stat, ')'); i >= 0 {
-		fields = strings.Fields(string(stat[i+1:]))
-	}
-	if len(fields) < 20 {
-		return procInfo{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	info := procInfo{procKey: procKey{pid: pid}, state: fields[0][0]}
-	if info.ppid, err = strconv.Atoi(fields[1]); err != nil {
-		return procInfo{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	if info.pgid, err = strconv.Atoi(fields[2]); err != nil {
-		return procInfo{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	if info.start, err = strconv.ParseUint(fields[19], 10, 64); err != nil {
-		return procInfo{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return info, nil
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"gpulab/engine/atomicfile"
 	"io"
 	"net/http"
 	"os"
@@ -18,6 +17,9 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"gpulab/engine/atomicfile"
+	"gpulab/engine/netx"
 )
 
 // DefaultSuiteSparseURL is where Fetch downloads from: the collection's
@@ -35,9 +37,10 @@ const SuiteSparseURLEnv = "GPULAB_SUITESPARSE_URL"
 // os.UserCacheDir()/gpulab/suitesparse.
 type FetchOptions struct {
 	BaseURL  string        // default: $GPULAB_SUITESPARSE_URL, else DefaultSuiteSparseURL
-	Client   *http.Client  // default: http.DefaultClient
+	Client   *http.Client  // default: one with Net's connect limit (netx.Options.Client)
+	Net      netx.Options  // the limit on each wait (connect, headers, each read) and the retries; zero fields = netx's defaults
 	CacheDir string        // default: os.UserCacheDir()/gpulab/suitesparse
-	Timeout  time.Duration // whole download; default 10 minutes
+	Timeout  time.Duration // the whole download, retries included; default 10 minutes
 	MaxBytes int64         // limit on the tarball and on the extracted .mtx; default 4 GiB
 }
 
@@ -48,7 +51,9 @@ var suiteSparseName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+-]*/[A-Za-z0
 // <base>/<Group>/<Name>.tar.gz and extracting its <Name>/<Name>.mtx member
 // into <cache>/<Group>/<Name>.mtx when the cache does not have it yet. The
 // cached file is written through a temporary file and renamed, so an
-// interrupted download leaves nothing behind.
+// interrupted download leaves nothing behind. A server that stops
+// answering fails the download after opt.Net's timeouts, and a transfer
+// that breaks off or stalls is downloaded again (netx.Retry).
 func Fetch(name string, opt FetchOptions) (string, error) {
 	if !suiteSparseName.MatchString(name) || strings.Contains(name, "..") {
 		return "", fmt.Errorf("sparse: bad SuiteSparse matrix name %q: want Group/Name, e.g. HB/bcsstk01", name)
@@ -77,7 +82,7 @@ func Fetch(name string, opt FetchOptions) (string, error) {
 	url := strings.TrimRight(base, "/") + "/" + group + "/" + mat + ".tar.gz"
 	client := opt.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = opt.Net.Client()
 	}
 	timeout := opt.Timeout
 	if timeout <= 0 {
@@ -90,33 +95,36 @@ func Fetch(name string, opt FetchOptions) (string, error) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", fmt.Errorf("sparse: fetch %s: %w", name, err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("sparse: fetch %s: %w", name, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("sparse: fetch %s: GET %s: %s", name, url, resp.Status)
-	}
-	if resp.ContentLength > maxBytes {
-		return "", fmt.Errorf("sparse: fetch %s: %d bytes is over the %d-byte limit", name, resp.ContentLength, maxBytes)
-	}
-
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", fmt.Errorf("sparse: fetch %s: %w", name, err)
-	}
-	body := &limitedReader{r: resp.Body, n: maxBytes, what: "download"}
-	err = atomicfile.Write(dst, func(w *bufio.Writer) error {
-		return extractMember(bufio.NewReaderSize(body, 1<<16), mat+"/"+mat+".mtx", w, maxBytes)
-	})
+	err := netx.Retry(ctx, opt.Net, func() error {
+		return download(ctx, client, url, dst, mat, maxBytes, opt.Net)
+	}, nil)
 	if err != nil {
 		return "", fmt.Errorf("sparse: fetch %s from %s: %w", name, url, err)
 	}
 	return dst, nil
+}
+
+// download is one attempt of Fetch: GET url and extract the member
+// <mat>/<mat>.mtx of the tarball to dst.
+func download(ctx context.Context, client *http.Client, url, dst, mat string, maxBytes int64, limits netx.Options) error {
+	resp, err := netx.Get(ctx, client, url, nil, limits)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(resp.Status)
+	}
+	if resp.ContentLength > maxBytes {
+		return fmt.Errorf("%d bytes is over the %d-byte limit", resp.ContentLength, maxBytes)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	body := &limitedReader{r: resp.Body, n: maxBytes, what: "download"}
+	return atomicfile.Write(dst, func(w *bufio.Writer) error {
+		return extractMember(bufio.NewReaderSize(body, 1<<16), mat+"/"+mat+".mtx", w, maxBytes)
+	})
 }
 
 // extractMember copies the member called want of the tar.gz stream r to w.

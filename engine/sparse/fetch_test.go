@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"gpulab/engine/netx"
+	"gpulab/engine/netx/netxtest"
 )
 
 const fetchMTX = "%%MatrixMarket matrix coordinate real symmetric\n% test\n3 3 4\n1 1 2\n2 1 -1\n2 2 2\n3 3 1\n"
@@ -128,5 +133,68 @@ func TestFetchEnvURL(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != fetchMTX {
 		t.Errorf("cached %q", b)
+	}
+}
+
+// stallingServer serves body at every path, but its first stalls requests
+// send the headers and the first cut bytes (nothing at all, not even the
+// headers, if cut < 0) and then wait until the client gives up or the
+// test ends.
+func stallingServer(t *testing.T, body []byte, cut int, stalls int32) string {
+	var left atomic.Int32
+	left.Store(stalls)
+	srv := netxtest.Server(t, func(w http.ResponseWriter, r *http.Request, release <-chan struct{}) {
+		if left.Add(-1) < 0 {
+			w.Write(body)
+			return
+		}
+		netxtest.Stall(w, r, body, cut, release)
+	})
+	return srv.URL + "/MM"
+}
+
+// TestFetchStalls: a server that never answers, or stops sending in the
+// middle of the tarball, fails the fetch within a bounded time, naming the
+// matrix and the timeout, and leaves nothing in the cache; one that stalls
+// once is retried.
+func TestFetchStalls(t *testing.T) {
+	body := tarball(t, "bcs/bcs.mtx", fetchMTX+strings.Repeat("% pad\n", 2000))
+	for _, tc := range []struct {
+		name   string
+		cut    int
+		stalls int32
+		want   string // "" = fetched
+	}{
+		{"no headers", -1, 1000, "no response headers within 200ms"},
+		{"stops mid-file", len(body) / 2, 1000, fmt.Sprintf("no data for 200ms after %d of %d bytes", len(body)/2, len(body))},
+		{"stalls once", len(body) / 2, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := t.TempDir()
+			opt := FetchOptions{BaseURL: stallingServer(t, body, tc.cut, tc.stalls), CacheDir: cache,
+				Net: netx.Options{Header: 200 * time.Millisecond, Idle: 200 * time.Millisecond, Retries: 2, Backoff: 10 * time.Millisecond}}
+			done := make(chan error, 1)
+			go func() {
+				_, err := Fetch("HB/bcs", opt)
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the fetch still hangs after 20 s")
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("a server that stalls once: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), "HB/bcs") || !strings.Contains(err.Error(), tc.want) ||
+				!strings.Contains(err.Error(), "3 attempts")):
+				t.Errorf("error %v, want one naming HB/bcs, %q and the attempts", err, tc.want)
+			}
+			ents, _ := os.ReadDir(filepath.Join(cache, "HB"))
+			if n := len(ents); (tc.want == "") != (n == 1) {
+				t.Errorf("the cache holds %d files", n)
+			}
+		})
 	}
 }

@@ -81,11 +81,34 @@ func (m *COO) ToCSR() (*CSR, error) {
 	return m.compress(), nil
 }
 
+// Summed validates m and returns Canonical's copy of it (sorted by row,
+// then column, entries at one position summed, as ToCSR sums them) and how
+// many of m's entries were summed into another, with no slot per row: what
+// a matrix of billions of declared rows needs to be described. It first
+// checks that the host has the memory for the copy (engine.CheckHostMemory).
+func (m *COO) Summed() (*COO, int, error) {
+	if err := m.Validate(); err != nil {
+		return nil, 0, err
+	}
+	what := fmt.Sprintf("summing the duplicates of a %d×%d matrix with %d entries", m.Rows, m.Cols, len(m.Val))
+	if err := engine.CheckHostMemory(what, "the entries sorted", canonicalBytes(len(m.Val))); err != nil {
+		return nil, 0, err
+	}
+	c := m.Canonical()
+	return c, len(m.Val) - len(c.Val), nil
+}
+
 // toCSRBytes is the host memory ToCSR takes for rows and nnz entries: the
-// row pointers, Canonical's sorted copy of the entries (row, column,
-// value) and the order it sorts ([]int).
+// row pointers and what Canonical takes (canonicalBytes).
 func toCSRBytes(rows, nnz int) uint64 {
-	return 4*uint64(rows+1) + (12+8)*uint64(nnz)
+	return 4*uint64(rows+1) + canonicalBytes(nnz)
+}
+
+// canonicalBytes is the host memory Canonical takes for nnz entries: the
+// sorted copy of the entries (row, column, value) and the order it sorts
+// ([]int).
+func canonicalBytes(nnz int) uint64 {
+	return (12 + 8) * uint64(nnz)
 }
 
 // compress is ToCSR of a valid m, unchecked.

@@ -4,15 +4,18 @@ package sparse
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
-	"gpulab/engine/atomicfile"
 	"io"
 	"math"
 	"os"
 	"strconv"
 	"strings"
+
+	"gpulab/engine"
+	"gpulab/engine/atomicfile"
 )
 
 // Header describes a Matrix Market file as written, before symmetric
@@ -24,16 +27,30 @@ type Header struct {
 	Symmetry string // "general", "symmetric" or "skew-symmetric"
 	Rows     int
 	Cols     int
-	Entries  int      // entries stored in the file (for array: the values listed)
-	Comments []string // comment lines, without the leading '%'
+	Entries  int // entries stored in the file (for array: the values listed)
+	// Comments are the first comment lines, without the leading '%' and
+	// trimmed: maxComments of them at most, of maxCommentBytes at most
+	// together. CommentsOmitted counts the comment lines after those.
+	Comments        []string
+	CommentsOmitted int
 }
 
-// maxPrealloc caps the capacity reserved from a header's entry count where
-// the input's size is unknown (a stream, a gzipped file), so a lying header
-// cannot make the reader allocate more than the data justifies. Where the
-// size is known, a header that gives more entries than the bytes after it
-// can hold is an error before anything is allocated.
-const maxPrealloc = 1 << 20
+// maxPrealloc caps the capacity reserved from a header's entry count, so a
+// lying header cannot make the reader allocate more than the data
+// justifies; the entries grow past it as they are read. Where the size is
+// known, a header that gives more entries than the bytes after it can hold
+// is an error before anything is allocated.
+const maxPrealloc = 1 << 16
+
+// The bounds on what the reader keeps and skips, whatever a file holds:
+// the comments it keeps (Header.Comments), and the comment and blank lines
+// it reads through, which take time and give nothing (a gzipped flood of
+// them is a few hundred kilobytes).
+const (
+	maxComments     = 1000
+	maxCommentBytes = 64 << 10
+	maxSkippedBytes = 16 << 20
+)
 
 // ReadMatrixMarket reads a Matrix Market matrix: coordinate or array format;
 // real, integer or pattern field (pattern entries get value 1); general,
@@ -43,8 +60,18 @@ const maxPrealloc = 1 << 20
 // 0-based. Array (dense) files keep only their nonzero values. Complex
 // and hermitian matrices are not supported, and neither are values that
 // are not finite (NaN, Inf, or beyond float32's range), which no
-// computation of the lab can use. Errors name the line, as "line N: ...",
-// and for a bad value the entry, as "entry K (i, j)".
+// computation of the lab can use. A symmetric or skew-symmetric file lists
+// one triangle, the lower (as the format says) or the upper: entries in
+// both are an error, since the mirrored ones would count twice. Entries at
+// one position stay in the COO as they are; ToCSR sums them, as
+// scipy.io.mmread(f).tocsr() does.
+//
+// What the reader allocates is bounded by the input, not by what a header
+// claims: the entries that the size line gives are checked against host
+// memory (engine.CheckHostMemory) before any is read, only the first
+// comments are kept (Header.Comments), and more than maxSkippedBytes of
+// comment and blank lines are an error. Errors name the line, as
+// "line N: ...", and for a bad value the entry, as "entry K (i, j)".
 func ReadMatrixMarket(r io.Reader) (*COO, Header, error) {
 	return readMM(r, "", -1)
 }
@@ -79,34 +106,78 @@ func ReadMatrixMarketFile(path string) (*COO, Header, error) {
 	return readMM(r, path, size)
 }
 
-// mmReader tracks the position for error messages, and the bytes read.
+// mmReader tracks the position for error messages, the bytes read, and
+// the comment and blank lines read through.
 type mmReader struct {
-	sc    *bufio.Scanner
-	name  string
-	line  int
-	bytes int64 // the lines read with a newline each (a "\r\n" counts one byte)
+	sc           *bufio.Scanner
+	name         string
+	h            *Header // where comments go
+	line         int
+	bytes        int64 // the lines read with a newline each (a "\r\n" counts one byte)
+	skipped      int64 // the bytes of those lines that were comments or blank
+	commentBytes int   // of h.Comments together
 }
 
+// errorf returns an error that names the line (and the file), formatted as
+// fmt.Errorf formats, so that %w wraps.
 func (p *mmReader) errorf(format string, args ...any) error {
 	where := fmt.Sprintf("line %d", p.line)
 	if p.name != "" {
 		where = p.name + ":" + where
 	}
-	return fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%s: "+format, append([]any{where}, args...)...)
 }
 
-// next returns the next line, or ok=false at the end of input.
-func (p *mmReader) next() (string, bool, error) {
+// scan returns the next line, valid until the next call, or ok=false at the
+// end of input.
+func (p *mmReader) scan() ([]byte, bool, error) {
 	if !p.sc.Scan() {
 		if err := p.sc.Err(); err != nil {
 			p.line++
-			return "", false, p.errorf("%v", err)
+			return nil, false, p.errorf("%v", err)
 		}
-		return "", false, nil
+		return nil, false, nil
 	}
 	p.line++
 	p.bytes += int64(len(p.sc.Bytes())) + 1
-	return p.sc.Text(), true, nil
+	return p.sc.Bytes(), true, nil
+}
+
+// next returns the next line that is neither a comment nor blank, trimmed,
+// or ok=false at the end of input. The comment lines before it go to
+// keepComment; they and the blank lines count against maxSkippedBytes, and
+// allocate nothing.
+func (p *mmReader) next() (string, bool, error) {
+	for {
+		b, ok, err := p.scan()
+		if !ok {
+			return "", false, err
+		}
+		t := bytes.TrimSpace(b)
+		if len(t) > 0 && t[0] != '%' {
+			return string(t), true, nil
+		}
+		if p.skipped += int64(len(b)) + 1; p.skipped > maxSkippedBytes {
+			return "", false, p.errorf("more than %d bytes of comment and blank lines", maxSkippedBytes)
+		}
+		if len(t) > 0 {
+			p.keepComment(t[1:])
+		}
+	}
+}
+
+// keepComment adds comment c to the header's Comments while they are fewer
+// than maxComments and c fits in maxCommentBytes with them, and counts it
+// in CommentsOmitted from the first that does not: Comments are the first
+// comments of the file.
+func (p *mmReader) keepComment(c []byte) {
+	c = bytes.TrimSpace(c)
+	if p.h.CommentsOmitted > 0 || len(p.h.Comments) == maxComments || p.commentBytes+len(c) > maxCommentBytes {
+		p.h.CommentsOmitted++
+		return
+	}
+	p.h.Comments = append(p.h.Comments, string(c))
+	p.commentBytes += len(c)
 }
 
 // readMM reads a Matrix Market matrix from r, called name in errors; size
@@ -114,11 +185,11 @@ func (p *mmReader) next() (string, bool, error) {
 func readMM(r io.Reader, name string, size int64) (*COO, Header, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	p := &mmReader{sc: sc, name: name}
 	var h Header
+	p := &mmReader{sc: sc, name: name, h: &h}
 
 	// Banner.
-	banner, ok, err := p.next()
+	banner, ok, err := p.scan()
 	if err != nil {
 		return nil, h, err
 	}
@@ -126,44 +197,36 @@ func readMM(r io.Reader, name string, size int64) (*COO, Header, error) {
 		p.line = 1
 		return nil, h, p.errorf("empty file: expected a %%%%MatrixMarket banner")
 	}
-	if err := h.parseBanner(banner); err != nil {
+	if err := h.parseBanner(string(banner)); err != nil {
 		return nil, h, p.errorf("%v", err)
 	}
 
 	// Comments, then the size line.
-	var sizeLine []string
-	for {
-		line, ok, err := p.next()
-		if err != nil {
-			return nil, h, err
-		}
-		if !ok {
-			p.line++
-			return nil, h, p.errorf("file ends before the size line")
-		}
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "%") {
-			h.Comments = append(h.Comments, strings.TrimSpace(t[1:]))
-			continue
-		}
-		if t == "" {
-			continue
-		}
-		sizeLine = strings.Fields(t)
-		break
+	sizeLine, ok, err := p.next()
+	if err != nil {
+		return nil, h, err
 	}
-	if err := h.parseSize(sizeLine); err != nil {
+	if !ok {
+		p.line++
+		return nil, h, p.errorf("file ends before the size line")
+	}
+	if err := h.parseSize(strings.Fields(sizeLine)); err != nil {
 		return nil, h, p.errorf("%v", err)
 	}
 	if need, rest := h.minEntryBytes(), max(size-p.bytes, 0); size >= 0 && need > rest {
 		return nil, h, p.errorf("the size line gives %d entries, which take at least %d bytes, but %d bytes follow it", h.Entries, need, rest)
 	}
+	stored, holds := float64(h.Entries), "its entries in coordinate form"
+	if h.Symmetry != "general" {
+		stored, holds = 2*stored, holds+", mirrored ones included"
+	}
+	what := fmt.Sprintf("a %d×%d matrix of %d entries", h.Rows, h.Cols, h.Entries)
+	if err := engine.CheckHostMemory(what, holds, engine.BytesOf(12*stored)); err != nil {
+		return nil, h, p.errorf("%w", err)
+	}
 
 	m := &COO{Rows: h.Rows, Cols: h.Cols}
-	c := min(h.Entries, maxPrealloc)
-	if h.Symmetry != "general" {
-		c = min(2*h.Entries, maxPrealloc)
-	}
+	c := min(int(stored), maxPrealloc)
 	m.Row, m.Col, m.Val = make([]int32, 0, c), make([]int32, 0, c), make([]float32, 0, c)
 
 	// Entries.
@@ -174,21 +237,14 @@ func readMM(r io.Reader, name string, size int64) (*COO, Header, error) {
 		ai = 1
 	}
 	n := 0
+	var offDiag struct{ line, i, j int } // the first entry off the diagonal, of a symmetric (skew) file
 	for {
-		line, ok, err := p.next()
+		t, ok, err := p.next()
 		if err != nil {
 			return nil, h, err
 		}
 		if !ok {
 			break
-		}
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "%") {
-			h.Comments = append(h.Comments, strings.TrimSpace(t[1:]))
-			continue
-		}
-		if t == "" {
-			continue
 		}
 		if n == h.Entries {
 			return nil, h, p.errorf("more entries than the %d the size line gives", h.Entries)
@@ -241,6 +297,15 @@ func readMM(r io.Reader, name string, size int64) (*COO, Header, error) {
 			if i == j && h.Symmetry == "skew-symmetric" {
 				return nil, h, p.errorf("diagonal entry (%d, %d) in a skew-symmetric matrix", i+1, j+1)
 			}
+			if i != j && h.Symmetry != "general" {
+				switch first := offDiag; {
+				case first.line == 0:
+					offDiag.line, offDiag.i, offDiag.j = p.line, i, j
+				case (i > j) != (first.i > first.j):
+					return nil, h, p.errorf("entry (%d, %d) is %s the diagonal, but line %d's (%d, %d) is %s it: a %s file lists one triangle only",
+						i+1, j+1, side(i, j), first.line, first.i+1, first.j+1, side(first.i, first.j), h.Symmetry)
+				}
+			}
 		}
 		m.Row = append(m.Row, int32(i))
 		m.Col = append(m.Col, int32(j))
@@ -259,6 +324,14 @@ func readMM(r io.Reader, name string, size int64) (*COO, Header, error) {
 		return nil, h, p.errorf("file ends after %d of the %d entries the size line gives", n, h.Entries)
 	}
 	return m, h, nil
+}
+
+// side says where entry (i, j), off the diagonal, lies: "below" or "above".
+func side(i, j int) string {
+	if i > j {
+		return "below"
+	}
+	return "above"
 }
 
 func (h *Header) parseBanner(s string) error {

@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"gpulab/engine"
+	"gpulab/engine/enginetest"
 )
 
 // mmDense expands m into a row-major slice, summing duplicates.
@@ -131,6 +136,12 @@ func TestReadErrors(t *testing.T) {
 		{"too few", coord + "2 2 3\n1 1 1\n\n2 2 1\n", "line 6: file ends after 2 of the 3 entries"},
 		{"too many", coord + "2 2 1\n1 1 1\n2 2 1\n", "line 4: more entries than the 1"},
 		{"skew diagonal", "%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n1 1 1\n", "line 3: diagonal entry (1, 1) in a skew-symmetric matrix"},
+		{"symmetric both triangles", "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 2 1\n2 1 1\n",
+			"line 4: entry (2, 1) is below the diagonal, but line 3's (1, 2) is above it: a symmetric file lists one triangle only"},
+		{"skew both triangles", "%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 2\n% c\n3 1 1\n\n1 2 4\n",
+			"line 6: entry (1, 2) is above the diagonal, but line 4's (3, 1) is below it: a skew-symmetric file lists one triangle only"},
+		{"symmetric both triangles after the diagonal", "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 3\n1 1\n3 2\n2 3\n",
+			"line 5: entry (2, 3) is above the diagonal, but line 4's (3, 2) is below it"},
 		{"array too few", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n", "line 6: file ends after 3 of the 4 entries"},
 		{"array two values", "%%MatrixMarket matrix array real general\n1 2\n1 2\n", "line 3: want 1 value"},
 	}
@@ -291,22 +302,8 @@ func FuzzReadMatrixMarket(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, h, err := ReadMatrixMarket(bytes.NewReader(data))
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "line ") {
-				t.Fatalf("error without a line: %v", err)
-			}
+		if checkRead(t, m, h, err, ""); err != nil {
 			return
-		}
-		if m.Rows != h.Rows || m.Cols != h.Cols || len(m.Row) != len(m.Val) || len(m.Col) != len(m.Val) {
-			t.Fatalf("inconsistent COO %d×%d %d/%d/%d, header %+v", m.Rows, m.Cols, len(m.Row), len(m.Col), len(m.Val), h)
-		}
-		for k := range m.Val {
-			if m.Row[k] < 0 || int(m.Row[k]) >= m.Rows || m.Col[k] < 0 || int(m.Col[k]) >= m.Cols {
-				t.Fatalf("entry %d (%d, %d) outside %d×%d", k, m.Row[k], m.Col[k], m.Rows, m.Cols)
-			}
-		}
-		if h.Format == "coordinate" && (m.NNZ() < h.Entries || m.NNZ() > 2*h.Entries) {
-			t.Fatalf("nnz %d for %d stored entries", m.NNZ(), h.Entries)
 		}
 		// What was read writes and reads back the same.
 		var b bytes.Buffer
@@ -320,5 +317,249 @@ func FuzzReadMatrixMarket(f *testing.F) {
 		if m2.NNZ() != m.NNZ() {
 			t.Fatalf("read back %d entries, want %d", m2.NNZ(), m.NNZ())
 		}
+	})
+}
+
+// TestReadSumsDuplicates: entries at the same position are summed where the
+// reader's COO becomes CSR (ToCSR), as scipy.io.mmread(f).tocsr() does,
+// mirrored symmetric entries included, and the CSR stays sorted by column
+// within each row; explicit zeros stay. Symmetric files stored as the upper
+// triangle read as those stored as the lower. The CSRs are worked by hand.
+func TestReadSumsDuplicates(t *testing.T) {
+	tests := []struct {
+		name, in string
+		stored   int // h.Entries
+		coo      int // entries in the COO, mirrored ones included
+		ptr, col []int32
+		val      []float32
+	}{
+		{"general (1,1) twice", "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n1 1 2\n2 2 3\n",
+			3, 3, []int32{0, 1, 2}, []int32{0, 1}, []float32{3, 3}},
+		{"general, unsorted, a sum of zero kept", "%%MatrixMarket matrix coordinate real general\n3 3 5\n3 1 1\n1 3 2\n3 1 4\n1 1 5\n1 3 -2\n",
+			5, 5, []int32{0, 2, 2, 3}, []int32{0, 2, 0}, []float32{5, 0, 5}},
+		{"symmetric (2,1) twice", "%%MatrixMarket matrix coordinate real symmetric\n2 2 3\n1 1 1\n2 1 2\n2 1 3\n",
+			3, 5, []int32{0, 2, 3}, []int32{0, 1, 0}, []float32{1, 5, 5}},
+		{"symmetric upper triangle", "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n1 2 2\n1 3 4\n2 2 7\n",
+			3, 5, []int32{0, 2, 4, 5}, []int32{1, 2, 0, 1, 0}, []float32{2, 4, 2, 7, 4}},
+		{"skew (3,2) twice", "%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 2\n3 2 1\n3 2 2\n",
+			2, 4, []int32{0, 0, 1, 2}, []int32{2, 1}, []float32{-3, 3}},
+		{"pattern (2,1) three times", "%%MatrixMarket matrix coordinate pattern general\n2 2 3\n2 1\n2 1\n2 1\n",
+			3, 3, []int32{0, 0, 1}, []int32{0}, []float32{3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, h, err := ReadMatrixMarket(strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Entries != tc.stored || m.NNZ() != tc.coo {
+				t.Errorf("%d stored, %d in the COO; want %d and %d", h.Entries, m.NNZ(), tc.stored, tc.coo)
+			}
+			c, err := m.ToCSR()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(c.RowPtr, tc.ptr) || !slices.Equal(c.ColIdx, tc.col) || !slices.Equal(c.Val, tc.val) {
+				t.Errorf("CSR %v %v %v, want %v %v %v", c.RowPtr, c.ColIdx, c.Val, tc.ptr, tc.col, tc.val)
+			}
+			s, dups, err := m.Summed()
+			if err != nil || dups != tc.coo-len(tc.val) || !slices.Equal(s.Val, tc.val) || !slices.Equal(s.Col, tc.col) {
+				t.Errorf("Summed: %v, %d duplicates, values %v; want %d duplicates, values %v", err, dups, s.Val, tc.coo-len(tc.val), tc.val)
+			}
+		})
+	}
+}
+
+// gzipped is b compressed as a .gz file holds it.
+func gzipped(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed) // the level is valid
+	zw.Write(b)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// heapAllocated is how many bytes run allocates on the heap, all told.
+func heapAllocated(run func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	run()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestReadSkippedInputBounded: comment and blank lines cost the reader
+// bounded memory however many a file holds, gzipped or not: it keeps the
+// first maxComments comments (maxCommentBytes at most) and counts the rest,
+// and a file with more than maxSkippedBytes of comment and blank lines is
+// refused at the line that passes the bound, before a flood is read on.
+func TestReadSkippedInputBounded(t *testing.T) {
+	const coord = "%%MatrixMarket matrix coordinate real general\n"
+	many := strings.Repeat("% a comment line of the flood\n", 200_000) // 6 MB
+	long := strings.Repeat("% "+strings.Repeat("y", 1000)+"\n", 200)
+	comments := strings.Repeat("% x\n", maxSkippedBytes/4+1) // 4 bytes a line, one line past the bound
+	blanks := strings.Repeat("  \n", maxSkippedBytes/3+1)
+	tests := []struct {
+		name, content string
+		kept, omitted int
+		err           string
+	}{
+		{"many comments", coord + many + "2 2 1\n1 1 1\n", maxComments, 200_000 - maxComments, ""},
+		{"many comments among the entries", coord + "2 2 2\n1 1 1\n" + many + "2 2 2\n", maxComments, 200_000 - maxComments, ""},
+		{"long comments", coord + long + "2 2 1\n1 1 1\n", maxCommentBytes / 1000, 200 - maxCommentBytes/1000, ""},
+		{"comment flood", coord + comments + "2 2 1\n1 1 1\n", 0, 0,
+			fmt.Sprintf("line %d: more than %d bytes of comment and blank lines", maxSkippedBytes/4+2, maxSkippedBytes)},
+		{"blank flood", coord + blanks, 0, 0,
+			fmt.Sprintf("line %d: more than %d bytes of comment and blank lines", maxSkippedBytes/3+2, maxSkippedBytes)},
+		{"blank flood among the entries", coord + "2 2 2\n1 1 1\n" + blanks + "2 2 2\n", 0, 0,
+			fmt.Sprintf("line %d: more than %d bytes of comment and blank lines", maxSkippedBytes/3+4, maxSkippedBytes)},
+	}
+	dir := t.TempDir()
+	for _, tc := range tests {
+		for _, gz := range []bool{false, true} {
+			path, content := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".mtx"), []byte(tc.content)
+			if gz {
+				path, content = path+".gz", gzipped(t, content)
+			}
+			if err := os.WriteFile(path, content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var m *COO
+			var h Header
+			var err error
+			if n := heapAllocated(func() { m, h, err = ReadMatrixMarketFile(path) }); n > 4<<20 {
+				t.Errorf("%s: reading %d bytes of text allocated %d bytes", path, len(tc.content), n)
+			}
+			if tc.err != "" {
+				if err == nil || err.Error() != path+":"+tc.err {
+					t.Errorf("error %v\nwant %s:%s", err, path, tc.err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: %v", path, err)
+				continue
+			}
+			size := 0
+			for _, c := range h.Comments {
+				size += len(c)
+			}
+			if len(h.Comments) != tc.kept || h.CommentsOmitted != tc.omitted || size > maxCommentBytes || m.NNZ() != h.Entries {
+				t.Errorf("%s: kept %d comments (%d bytes), omitted %d, read %d of %d entries; want %d kept, %d omitted",
+					path, len(h.Comments), size, h.CommentsOmitted, m.NNZ(), h.Entries, tc.kept, tc.omitted)
+			}
+		}
+	}
+}
+
+// TestReadChecksHostMemory: the entries a size line gives (12 bytes each in
+// the COO, twice that where mirrored) are checked against host memory
+// before any is read: where the file's size cannot bound them (gzipped), and
+// where it does but the host is smaller.
+func TestReadChecksHostMemory(t *testing.T) {
+	limitHostMemory(t, 1_000_000)
+	const coord, sym = "%%MatrixMarket matrix coordinate real general\n", "%%MatrixMarket matrix coordinate real symmetric\n"
+	honest := coord + "1000 1000 100000\n" + strings.Repeat("1 1 1\n", 100_000)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, content string
+		need          uint64
+		want          string
+	}{
+		{"lying.mtx.gz", coord + "1000000 1000000 1000000\n1 1 1\n", 12_000_000, "line 2: a 1000000×1000000 matrix of 1000000 entries needs 12.0 MB of host memory for its entries in coordinate form"},
+		{"honest.mtx", honest, 1_200_000, "line 2: a 1000×1000 matrix of 100000 entries needs 1.2 MB"},
+		{"honest.mtx.gz", honest, 1_200_000, "line 2: a 1000×1000 matrix of 100000 entries needs 1.2 MB"},
+		{"symmetric.mtx.gz", sym + "% c\n1000000 1000000 100000\n2 1 1\n", 2_400_000, "line 3: a 1000000×1000000 matrix of 100000 entries needs 2.4 MB of host memory for its entries in coordinate form, mirrored ones included"},
+		{"small.mtx.gz", coord + "2 2 1\n1 1 1\n", 0, ""},
+	} {
+		path, content := filepath.Join(dir, tc.name), []byte(tc.content)
+		if strings.HasSuffix(path, ".gz") {
+			content = gzipped(t, content)
+		}
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if n := heapAllocated(func() { _, _, err = ReadMatrixMarketFile(path) }); n > 1<<20 {
+			t.Errorf("%s: allocated %d bytes", tc.name, n)
+		}
+		if tc.need == 0 {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		enginetest.WantMemoryError(t, err, tc.need, path+":"+tc.want)
+	}
+}
+
+// checkRead fails the test unless ReadMatrixMarket or ReadMatrixMarketFile
+// returned an error naming a line (after prefix), or a COO consistent with
+// its header: the header's shape, indices in range, the header's entries
+// (twice those where mirrored at most), comments within their bounds.
+func checkRead(t *testing.T, m *COO, h Header, err error, prefix string) {
+	t.Helper()
+	if err != nil {
+		if !strings.HasPrefix(err.Error(), prefix+"line ") {
+			t.Fatalf("error without %sline: %v", prefix, err)
+		}
+		return
+	}
+	if m.Rows != h.Rows || m.Cols != h.Cols || len(m.Row) != len(m.Val) || len(m.Col) != len(m.Val) {
+		t.Fatalf("inconsistent COO %d×%d %d/%d/%d, header %+v", m.Rows, m.Cols, len(m.Row), len(m.Col), len(m.Val), h)
+	}
+	for k := range m.Val {
+		if m.Row[k] < 0 || int(m.Row[k]) >= m.Rows || m.Col[k] < 0 || int(m.Col[k]) >= m.Cols {
+			t.Fatalf("entry %d (%d, %d) outside %d×%d", k, m.Row[k], m.Col[k], m.Rows, m.Cols)
+		}
+	}
+	if h.Format == "coordinate" && (m.NNZ() < h.Entries || m.NNZ() > 2*h.Entries) {
+		t.Fatalf("nnz %d for %d stored entries", m.NNZ(), h.Entries)
+	}
+	size := 0
+	for _, c := range h.Comments {
+		size += len(c)
+	}
+	if len(h.Comments) > maxComments || size > maxCommentBytes || h.CommentsOmitted < 0 {
+		t.Fatalf("%d comments of %d bytes kept, %d omitted", len(h.Comments), size, h.CommentsOmitted)
+	}
+}
+
+// FuzzReadMatrixMarketGzip: the fuzzer's bytes, gzipped into a .mtx.gz
+// file, read through ReadMatrixMarketFile (lab's entry point) with 64 MB
+// of host memory: an error naming the file and line, or a COO consistent
+// with its header, and never more memory than the bounds allow.
+func FuzzReadMatrixMarketGzip(f *testing.F) {
+	f.Setenv(engine.HostMemoryEnv, "64000000")
+	b, err := os.ReadFile(filepath.Join("..", "..", "datasets", "mtx", "sym5x5.mtx"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	const coord = "%%MatrixMarket matrix coordinate real general\n"
+	for _, s := range []string{
+		coord + "2 2 3\n1 1 1\n1 1 2\n2 2 3\n",
+		"%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 2 1\n2 1 1\n",
+		coord + strings.Repeat("% flood\n", 5000) + "1 1 1\n1 1 1\n",
+		coord + "2 2 2\n1 1 1\n" + strings.Repeat("\n", 5000) + "2 2 2\n",
+		coord + "2000000000 2000000000 2000000000\n1 1 1\n",
+	} {
+		f.Add([]byte(s))
+	}
+	path := filepath.Join(f.TempDir(), "in.mtx.gz") // a worker runs one input at a time
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, gzipped(t, data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var m *COO
+		var h Header
+		var err error
+		if n := heapAllocated(func() { m, h, err = ReadMatrixMarketFile(path) }); n > 64*uint64(len(data))+4<<20 {
+			t.Fatalf("reading %d bytes allocated %d", len(data), n)
+		}
+		checkRead(t, m, h, err, path+":")
 	})
 }

@@ -11,6 +11,11 @@
 // the blob id (the small files), so a truncated or altered transfer fails
 // and names the file. Nothing larger than the hub lists is read, and the
 // download does not start unless the disk has room for it.
+//
+// No wait is unbounded (engine/netx): a hub that accepts the connection and
+// never answers, or stops in the middle of a file, fails the request after
+// a connect, header or idle-read timeout, and the transfer is tried again,
+// a few times with growing waits, each time resuming the partial file.
 package hub
 
 import (
@@ -34,6 +39,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"gpulab/engine/netx"
 )
 
 // DefaultEndpoint is the hub's address when $HF_ENDPOINT is not set.
@@ -45,8 +53,9 @@ type Options struct {
 	Token    string            // "" = $HF_TOKEN; sent as a bearer token when set
 	Revision string            // a branch, tag or commit; "" = main
 	Include  func(string) bool // which files to fetch; nil = ModelFile
-	Client   *http.Client      // nil = http.DefaultClient
-	Progress io.Writer         // a line per file, or nil
+	Client   *http.Client      // nil = one with Net's connect limit (netx.Options.Client)
+	Net      netx.Options      // the limit on each wait and the retries; zero fields = netx's defaults
+	Progress io.Writer         // a line per file and per retry, or nil
 }
 
 func (o Options) endpoint() string {
@@ -55,7 +64,14 @@ func (o Options) endpoint() string {
 
 func (o Options) token() string { return cmp.Or(o.Token, os.Getenv("HF_TOKEN")) }
 
-func (o Options) client() *http.Client { return cmp.Or(o.Client, http.DefaultClient) }
+// withClient is o with a Client, one made for o.Net where o has none, so
+// that the requests of a pull share its connections.
+func (o Options) withClient() Options {
+	if o.Client == nil {
+		o.Client = o.Net.Client()
+	}
+	return o
+}
 
 // File is a file of a repository, as the hub lists it.
 type File struct {
@@ -97,19 +113,26 @@ func List(ctx context.Context, repo string, o Options) (*Repo, error) {
 	if !validRepo(repo) {
 		return nil, fmt.Errorf("hub: %q is not a repository id (owner/name)", repo)
 	}
+	o = o.withClient()
 	rev := cmp.Or(o.Revision, "main")
 	u := fmt.Sprintf("%s/api/models/%s/revision/%s?blobs=true", o.endpoint(), repo, url.PathEscape(rev))
-	resp, err := o.get(ctx, u, nil)
+	var body []byte
+	err := netx.Retry(ctx, o.Net, func() error {
+		resp, err := o.get(ctx, u, nil)
+		if err != nil {
+			return fmt.Errorf("hub: listing %s: %w", repo, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return statusError(resp, repo+" at "+rev)
+		}
+		if body, err = io.ReadAll(io.LimitReader(resp.Body, maxListing+1)); err != nil {
+			return fmt.Errorf("hub: listing %s: %w", repo, err)
+		}
+		return nil
+	}, o.retrying)
 	if err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, statusError(resp, repo+" at "+rev)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxListing+1))
-	if err != nil {
-		return nil, fmt.Errorf("hub: listing %s: %w", repo, err)
 	}
 	if len(body) > maxListing {
 		return nil, fmt.Errorf("hub: the listing of %s is over %d bytes", repo, maxListing)
@@ -156,9 +179,11 @@ func List(ctx context.Context, repo string, o Options) (*Repo, error) {
 
 // Pull downloads the files of repo that o.Include selects into dir and
 // returns the repository it resolved. Files already there whole are kept;
-// partial ones are resumed. With sharded weights, every shard the index
+// partial ones are resumed, and so is a transfer that breaks off or stalls
+// (up to o.Net's retries). With sharded weights, every shard the index
 // names must be among the files.
 func Pull(ctx context.Context, repo, dir string, o Options) (*Repo, error) {
+	o = o.withClient()
 	r, err := List(ctx, repo, o)
 	if err != nil {
 		return nil, err
@@ -221,7 +246,12 @@ func (o Options) fetch(ctx context.Context, r *Repo, f File, dir string) error {
 		have, _ = out.Seek(0, io.SeekStart)
 	}
 	if have < f.Size {
-		if have, err = o.download(ctx, r, f, out, have); err != nil {
+		err := netx.Retry(ctx, o.Net, func() error {
+			var err error
+			have, err = o.download(ctx, r, f, out, have)
+			return err
+		}, o.retrying)
+		if err != nil {
 			return err
 		}
 	}
@@ -256,7 +286,7 @@ func (o Options) download(ctx context.Context, r *Repo, f File, out *os.File, ha
 	}
 	resp, err := o.get(ctx, u, header)
 	if err != nil {
-		return have, err
+		return have, fmt.Errorf("hub: %s: %w", f.Name, err)
 	}
 	defer resp.Body.Close()
 	switch {
@@ -384,23 +414,23 @@ func checkShards(dir string, files []File) error {
 	return nil
 }
 
-// get sends a GET with the token, if any.
+// get sends a GET with the token, if any, under o.Net's limits (netx.Get)
+// through o.Client, which withClient has set.
 func (o Options) get(ctx context.Context, u string, header http.Header) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
+	h := http.Header{}
 	for k, v := range header {
-		req.Header[k] = v
+		h[k] = v
 	}
 	if t := o.token(); t != "" {
-		req.Header.Set("Authorization", "Bearer "+t)
+		h.Set("Authorization", "Bearer "+t)
 	}
-	resp, err := o.client().Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("hub: %w", err)
-	}
-	return resp, nil
+	return netx.Get(ctx, o.Client, u, h, o.Net)
+}
+
+// retrying says, on o.Progress, that a request failed with err (which
+// names the file or the listing) and is tried again after wait.
+func (o Options) retrying(err error, wait time.Duration) {
+	o.progress("%v; trying again in %v", err, wait)
 }
 
 // statusError says what an unexpected answer means.

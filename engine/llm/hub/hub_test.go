@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"gpulab/engine/llm/hub/hubtest"
 	"gpulab/engine/llm/lfm2"
+	"gpulab/engine/netx"
+	"gpulab/engine/netx/netxtest"
 )
 
 // moeFixture is the tiny LFM2-MoE checkpoint the engine's tests use, with
@@ -82,13 +88,15 @@ func TestPull(t *testing.T) {
 	}
 }
 
-// TestResume: a transfer cut in the middle fails, names the file and
-// keeps the part; the next pull resumes it with a range request.
+// TestResume: without retries, a transfer cut in the middle fails, names
+// the file and keeps the part; the next pull resumes it with a range
+// request. With them (the default), the same pull resumes it.
 func TestResume(t *testing.T) {
 	files := moeFixture(t)
 	half := len(files["model.safetensors"]) / 2
 	h := &hubtest.Hub{Files: files, LFS: map[string]bool{"model.safetensors": true}, CutOnce: map[string]int{"model.safetensors": half}}
 	o := serve(t, h)
+	o.Net.Retries = -1
 	dir := t.TempDir()
 	_, err := Pull(context.Background(), "LiquidAI/tiny", dir, o)
 	if err == nil || !strings.Contains(err.Error(), "model.safetensors") || !strings.Contains(err.Error(), "run the pull again to resume") {
@@ -105,6 +113,22 @@ func TestResume(t *testing.T) {
 	}
 	if want := fmt.Sprintf("bytes=%d-", half); !strings.Contains(strings.Join(h.Ranges(), " "), want) {
 		t.Errorf("no range request %q: %q", want, h.Ranges())
+	}
+
+	h.CutOnce = map[string]int{"model.safetensors": half}
+	o.Net = netx.Options{Backoff: time.Millisecond}
+	var progress strings.Builder
+	o.Progress = &progress
+	dir = t.TempDir()
+	if _, err := Pull(context.Background(), "LiquidAI/tiny", dir, o); err != nil {
+		t.Fatalf("with retries: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "model.safetensors")); !bytes.Equal(got, files["model.safetensors"]) {
+		t.Error("the file resumed by a retry differs")
+	}
+	if want := fmt.Sprintf("hub: model.safetensors: the transfer broke at %d of", half); !strings.Contains(progress.String(), want) ||
+		!strings.Contains(progress.String(), "trying again in 1ms") {
+		t.Errorf("progress %q lacks %q and the retry", progress.String(), want)
 	}
 }
 
@@ -187,4 +211,98 @@ func TestModelFile(t *testing.T) {
 			t.Errorf("ModelFile(%q) = %v", name, !want)
 		}
 	}
+}
+
+// stalling serves h, but the first stalls requests for file's resolve URL
+// send the headers and the first cut bytes of the file (nothing at all,
+// not even the headers, if cut < 0) and then wait until the client gives
+// up or the test ends.
+func stalling(t *testing.T, h *hubtest.Hub, file string, cut, stalls int) Options {
+	h.Repo = "LiquidAI/tiny"
+	var mu sync.Mutex
+	srv := netxtest.Server(t, func(w http.ResponseWriter, r *http.Request, release <-chan struct{}) {
+		mu.Lock()
+		stall := strings.HasSuffix(r.URL.Path, "/"+file) && stalls > 0
+		if stall {
+			stalls--
+		}
+		mu.Unlock()
+		if !stall {
+			h.ServeHTTP(w, r)
+			return
+		}
+		netxtest.Stall(w, r, h.Files[file], cut, release)
+	})
+	return Options{Endpoint: srv.URL, Client: srv.Client(), Net: shortWaits}
+}
+
+// shortWaits fail a stalled request in a fifth of a second, and retry it
+// twice.
+var shortWaits = netx.Options{Header: 200 * time.Millisecond, Idle: 200 * time.Millisecond, Retries: 2, Backoff: 10 * time.Millisecond}
+
+// pullWithin runs Pull and fails the test if it has not returned within d.
+func pullWithin(t *testing.T, d time.Duration, dir string, o Options) error {
+	t.Helper()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := Pull(context.Background(), "LiquidAI/tiny", dir, o)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Logf("the pull returned after %v: %v", time.Since(start).Round(time.Millisecond), err)
+		return err
+	case <-time.After(d):
+		t.Fatalf("the pull still hangs after %v", d)
+		return nil
+	}
+}
+
+// TestStalls: a hub that never answers a file's request, or stops sending
+// in the middle of it, fails the pull within a bounded time, naming the
+// file and the timeout, or, with retries, resumes the file where it
+// stopped.
+func TestStalls(t *testing.T) {
+	files := moeFixture(t)
+	half := len(files["model.safetensors"]) / 2
+	newHub := func() *hubtest.Hub {
+		return &hubtest.Hub{Files: files, LFS: map[string]bool{"model.safetensors": true}}
+	}
+	t.Run("no headers", func(t *testing.T) {
+		o := stalling(t, newHub(), "model.safetensors", -1, 1000)
+		err := pullWithin(t, 20*time.Second, t.TempDir(), o)
+		if err == nil || !strings.Contains(err.Error(), "model.safetensors") || !strings.Contains(err.Error(), "no response headers within 200ms") ||
+			!strings.Contains(err.Error(), "3 attempts") {
+			t.Errorf("error %v", err)
+		}
+	})
+	t.Run("stops mid-file", func(t *testing.T) {
+		o := stalling(t, newHub(), "model.safetensors", half, 1)
+		o.Net.Retries = -1
+		dir := t.TempDir()
+		err := pullWithin(t, 20*time.Second, dir, o)
+		want := fmt.Sprintf("no data for 200ms after %d of %d bytes", half, len(files["model.safetensors"]))
+		if err == nil || !strings.Contains(err.Error(), "model.safetensors") || !strings.Contains(err.Error(), want) ||
+			!strings.Contains(err.Error(), "run the pull again to resume") {
+			t.Errorf("error %v, want one naming model.safetensors and %q", err, want)
+		}
+		if info, err := os.Stat(filepath.Join(dir, ".model.safetensors.part")); err != nil || info.Size() != int64(half) {
+			t.Errorf("the part: %v, %v; want %d bytes kept to resume", info, err, half)
+		}
+	})
+	t.Run("resumed", func(t *testing.T) {
+		h := newHub()
+		o := stalling(t, h, "model.safetensors", half, 1)
+		dir := t.TempDir()
+		if err := pullWithin(t, 20*time.Second, dir, o); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(dir, "model.safetensors")); !bytes.Equal(got, files["model.safetensors"]) {
+			t.Error("the resumed file differs")
+		}
+		if want := fmt.Sprintf("bytes=%d-", half); !slices.Contains(h.Ranges(), want) {
+			t.Errorf("no range request %q: %q", want, h.Ranges())
+		}
+	})
 }

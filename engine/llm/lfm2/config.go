@@ -69,6 +69,30 @@ type Config struct {
 	DType          string // the checkpoint's torch dtype, e.g. "bfloat16"; "" if unstated
 }
 
+// Bounds on what a config may size. Each is far above any LFM2 model's
+// (LFM2-8B-A1B: hidden 2048, 24 layers, vocabulary 65536, 32 heads, a dense
+// width of 7168, 32 experts of width 1792, 128000 positions), and ParseConfig
+// holds every size to them before the size makes anything, so that no
+// config.json can make the loader list millions of tensors or allocate
+// what its numbers claim. Together they bound what a config implies
+// (Sizes: the tensors, parameters and cache per token); the checkpoint's
+// files (Validate) and the host's memory (LoadWeights) then bound the
+// weights further.
+const (
+	maxHidden        = 1 << 16 // hidden_size
+	maxLayers        = 1 << 10 // num_hidden_layers
+	maxVocab         = 1 << 22 // vocab_size
+	maxHeads         = 1 << 10 // num_attention_heads and num_key_value_heads
+	maxWidth         = 1 << 20 // a feed-forward's width: intermediate_size (as adjusted), moe_intermediate_size
+	maxNumExperts    = 1 << 10 // num_experts (and so num_experts_per_tok)
+	maxConvL         = 1 << 6  // conv_L_cache
+	maxPositions     = 1 << 24 // max_position_embeddings
+	maxMultipleOf    = 1 << 16 // block_multiple_of
+	maxFFNMultiplier = 64      // block_ffn_dim_multiplier
+	maxTensors       = 1 << 17 // the tensors the config implies
+	maxParams        = 1e12    // the parameters the config implies: 2 TB in bf16
+)
+
 // rawConfig is config.json's keys; pointers tell a missing key from zero.
 type rawConfig struct {
 	ModelType      *string  `json:"model_type"`
@@ -107,7 +131,8 @@ type rawConfig struct {
 // ParseConfig reads a config.json. The sizes are required; rope_theta,
 // norm_eps, conv_L_cache, num_dense_layers, max_position_embeddings, the
 // router's options and tie_word_embeddings default as in transformers.
-// Errors name the offending key.
+// Every size is held to the bounds above, and so are the tensors and
+// parameters they imply together. Errors name the offending key.
 func ParseConfig(data []byte) (*Config, error) { return parseConfig(data, "config.json") }
 
 // parseConfig is ParseConfig with errors naming where the data came from.
@@ -126,29 +151,32 @@ func parseConfig(data []byte, where string) (*Config, error) {
 	c := &Config{ModelType: *r.ModelType, LayerTypes: r.LayerTypes, RopeTheta: 1e6, NormEps: 1e-5, ConvL: 3,
 		MaxPositions: 128000, TiedEmbeddings: true}
 	sizes := []struct {
-		key string
-		src *int
-		dst *int
+		key  string
+		src  *int
+		dst  *int
+		most int
 	}{
-		{"hidden_size", r.Hidden, &c.Hidden},
-		{"num_hidden_layers", r.Layers, &c.Layers},
-		{"vocab_size", r.Vocab, &c.Vocab},
-		{"num_attention_heads", r.Heads, &c.Heads},
-		{"num_key_value_heads", r.KVHeads, &c.KVHeads},
-		{"intermediate_size", r.Intermediate, &c.Intermediate},
-		{"num_experts", r.Experts, &c.Experts},
-		{"num_experts_per_tok", r.ExpertsPerToken, &c.ExpertsPerToken},
-		{"moe_intermediate_size", r.MoEIntermediate, &c.MoEIntermediate},
+		{"hidden_size", r.Hidden, &c.Hidden, maxHidden},
+		{"num_hidden_layers", r.Layers, &c.Layers, maxLayers},
+		{"vocab_size", r.Vocab, &c.Vocab, maxVocab},
+		{"num_attention_heads", r.Heads, &c.Heads, maxHeads},
+		{"num_key_value_heads", r.KVHeads, &c.KVHeads, maxHeads},
+		{"intermediate_size", r.Intermediate, &c.Intermediate, maxWidth},
+		{"num_experts", r.Experts, &c.Experts, maxNumExperts},
+		{"num_experts_per_tok", r.ExpertsPerToken, &c.ExpertsPerToken, maxNumExperts},
+		{"moe_intermediate_size", r.MoEIntermediate, &c.MoEIntermediate, maxWidth},
 	}
 	if !moe {
 		sizes = sizes[:6] // lfm2 has no experts
 	}
 	for _, s := range sizes {
-		if s.src == nil {
+		switch {
+		case s.src == nil:
 			return nil, fail("%s is missing", s.key)
-		}
-		if *s.src <= 0 {
+		case *s.src <= 0:
 			return nil, fail("%s = %d, want a positive size", s.key, *s.src)
+		case *s.src > s.most:
+			return nil, fail("%s = %d, want at most %d (the bound on it, far above any LFM2 model's)", s.key, *s.src, s.most)
 		}
 		*s.dst = *s.src
 	}
@@ -204,12 +232,16 @@ func parseConfig(data []byte, where string) (*Config, error) {
 		if r.MultipleOf != nil {
 			of = *r.MultipleOf
 		}
-		if of <= 0 {
-			return nil, fail("block_multiple_of = %d, want a positive size", of)
+		switch {
+		case of <= 0 || of > maxMultipleOf:
+			return nil, fail("block_multiple_of = %d, want a positive size of at most %d", of, maxMultipleOf)
+		case !(mult > 0 && mult <= maxFFNMultiplier):
+			return nil, fail("block_ffn_dim_multiplier = %g, want one in (0, %d]", mult, maxFFNMultiplier)
 		}
 		ff := int(mult * float64(2*c.Intermediate/3))
-		if c.Intermediate = of * ((ff + of - 1) / of); c.Intermediate <= 0 {
-			return nil, fail("block_ffn_dim_multiplier = %g leaves a feed-forward width of %d", mult, c.Intermediate)
+		if c.Intermediate = of * ((ff + of - 1) / of); c.Intermediate <= 0 || c.Intermediate > maxWidth {
+			return nil, fail("block_ffn_dim_multiplier = %g and block_multiple_of = %d make a feed-forward width of %d, want 1 to %d",
+				mult, of, c.Intermediate, maxWidth)
 		}
 	}
 	if c.LayerTypes == nil && r.FullAttnIdxs != nil { // older lfm2 configs
@@ -238,7 +270,8 @@ func quoted(s *string) string {
 	return fmt.Sprintf("%q", *s)
 }
 
-// validate checks what ParseConfig cannot see key by key.
+// validate checks what ParseConfig cannot see key by key, and the bounds
+// of the optional sizes and of what the sizes imply together (Sizes).
 func (c *Config) validate() error {
 	if len(c.LayerTypes) != c.Layers {
 		return fmt.Errorf("layer_types has %d entries for num_hidden_layers = %d", len(c.LayerTypes), c.Layers)
@@ -253,15 +286,19 @@ func (c *Config) validate() error {
 		return fmt.Errorf("num_attention_heads = %d does not divide hidden_size = %d", c.Heads, c.Hidden)
 	case c.Heads%c.KVHeads != 0:
 		return fmt.Errorf("num_key_value_heads = %d does not divide num_attention_heads = %d", c.KVHeads, c.Heads)
-	case c.RopeTheta <= 0:
+	case !(c.RopeTheta > 0) || math.IsInf(c.RopeTheta, 1):
 		return fmt.Errorf("rope_theta = %g, want positive", c.RopeTheta)
-	case c.NormEps <= 0:
+	case !(c.NormEps > 0) || math.IsInf(c.NormEps, 1):
 		return fmt.Errorf("norm_eps = %g, want positive", c.NormEps)
 	case c.ConvL <= 0:
 		return fmt.Errorf("conv_L_cache = %d, want a positive size", c.ConvL)
+	case c.ConvL > maxConvL:
+		return fmt.Errorf("conv_L_cache = %d, want at most %d", c.ConvL, maxConvL)
 	case c.MaxPositions <= 0:
 		return fmt.Errorf("max_position_embeddings = %d, want a positive size", c.MaxPositions)
-	case c.Experts > 0 && (c.RoutedScaling <= 0 || math.IsNaN(c.RoutedScaling)):
+	case c.MaxPositions > maxPositions:
+		return fmt.Errorf("max_position_embeddings = %d, want at most %d", c.MaxPositions, maxPositions)
+	case c.Experts > 0 && (!(c.RoutedScaling > 0) || math.IsInf(c.RoutedScaling, 1)):
 		return fmt.Errorf("routed_scaling_factor = %g, want positive", c.RoutedScaling)
 	case c.DenseLayers < 0 || c.DenseLayers > c.Layers:
 		return fmt.Errorf("num_dense_layers = %d outside [0, %d]", c.DenseLayers, c.Layers)
@@ -269,7 +306,43 @@ func (c *Config) validate() error {
 		return fmt.Errorf("num_experts_per_tok = %d exceeds num_experts = %d", c.ExpertsPerToken, c.Experts)
 	}
 	c.HeadDim = c.Hidden / c.Heads
+	switch s := c.Sizes(); {
+	case s.Tensors > maxTensors:
+		return fmt.Errorf("the sizes imply %d tensors, more than the %d a config may (%d layers, %d experts each)", s.Tensors, maxTensors, c.Layers, c.Experts)
+	case s.Params > maxParams:
+		return fmt.Errorf("the sizes imply %.4g parameters, more than the %g a config may", s.Params, float64(maxParams))
+	}
 	return nil
+}
+
+// Sizes is what a config implies, figured from its sizes alone, before
+// anything is allocated for them.
+type Sizes struct {
+	Tensors int     // the checkpoint's tensors: len(ExpectedTensors)
+	Params  float64 // their elements, in float64 so that no product overflows
+	// KVBytesPerToken is the float32 keys and values one token adds to the
+	// caches of every attention layer.
+	KVBytesPerToken float64
+}
+
+// Sizes counts the tensors and parameters of ExpectedTensors without
+// listing them: a few groups per layer, whatever the number of experts.
+func (c *Config) Sizes() Sizes {
+	var s Sizes
+	for _, g := range tensorGroups(c) {
+		n := float64(g.count())
+		for _, d := range g.shape {
+			n *= float64(d)
+		}
+		s.Tensors += g.count()
+		s.Params += n
+	}
+	for l := range c.Layers {
+		if c.IsAttention(l) {
+			s.KVBytesPerToken += 2 * 4 * float64(c.KVHeads) * float64(c.HeadDim)
+		}
+	}
+	return s
 }
 
 // LoadConfig reads dir/config.json.

@@ -109,6 +109,24 @@ func TestParseConfigReal(t *testing.T) {
 	}
 }
 
+// parseEdited parses tinyHub's config with edit's keys set (nil values
+// delete the key).
+func parseEdited(t *testing.T, edit map[string]any) error {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(tinyHub), &m); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range edit {
+		if m[k] = v; v == nil {
+			delete(m, k)
+		}
+	}
+	js, _ := json.Marshal(m)
+	_, err := ParseConfig(js)
+	return err
+}
+
 func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -129,17 +147,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"positions", map[string]any{"max_position_embeddings": 0}, "max_position_embeddings = 0"},
 		{"scaling", map[string]any{"routed_scaling_factor": -1}, "routed_scaling_factor = -1"},
 	} {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(tinyHub), &m); err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range tc.edit {
-			if m[k] = v; v == nil {
-				delete(m, k)
-			}
-		}
-		js, _ := json.Marshal(m)
-		if _, err := ParseConfig(js); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := parseEdited(t, tc.edit); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}
@@ -189,5 +197,49 @@ func TestParseConfigOptions(t *testing.T) {
 	}
 	if _, ok := want["lm_head.weight"]; !ok {
 		t.Error("no lm_head.weight with tie_embedding false")
+	}
+}
+
+// TestParseConfigBounds: every size is held to config.go's bounds before
+// it sizes anything, and so are the tensors and parameters they imply
+// together; the largest real configs pass.
+func TestParseConfigBounds(t *testing.T) {
+	conv := func(n int) []string {
+		types := make([]string, n)
+		for i := range types {
+			types[i] = Conv
+		}
+		return types
+	}
+	for _, tc := range []struct {
+		name string
+		edit map[string]any
+		want string
+	}{
+		{"experts", map[string]any{"num_experts": 2147483648}, "num_experts = 2147483648, want at most 1024"},
+		{"hidden", map[string]any{"hidden_size": 1 << 40}, "hidden_size = 1099511627776, want at most 65536"},
+		{"layers", map[string]any{"num_hidden_layers": 100000, "layer_types": nil, "full_attn_idxs": []int{1}}, "num_hidden_layers = 100000, want at most 1024"},
+		{"vocab", map[string]any{"vocab_size": 1 << 30}, "vocab_size = 1073741824, want at most 4194304"},
+		{"heads", map[string]any{"num_attention_heads": 1 << 12, "num_key_value_heads": 1}, "num_attention_heads = 4096, want at most 1024"},
+		{"intermediate", map[string]any{"intermediate_size": 1 << 21}, "intermediate_size = 2097152, want at most 1048576"},
+		{"moe intermediate", map[string]any{"moe_intermediate_size": 1 << 21}, "moe_intermediate_size = 2097152, want at most 1048576"},
+		{"conv", map[string]any{"conv_L_cache": 1 << 20}, "conv_L_cache = 1048576, want at most 64"},
+		{"positions", map[string]any{"max_position_embeddings": 1 << 40}, "max_position_embeddings = 1099511627776, want at most 16777216"},
+		{"tensors", map[string]any{"num_hidden_layers": 1024, "layer_types": conv(1024), "num_experts": 1024}, "3149827 tensors, more than the 131072"},
+		{"parameters", map[string]any{"hidden_size": 65536, "num_hidden_layers": 1024, "layer_types": conv(1024), "num_attention_heads": 64,
+			"num_key_value_heads": 8, "num_experts": 2, "moe_intermediate_size": 1 << 20, "intermediate_size": 1 << 20},
+			"parameters, more than the 1e+12"},
+	} {
+		if err := parseEdited(t, tc.edit); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	dense := `{"model_type": "lfm2", "hidden_size": 16, "num_hidden_layers": 1, "vocab_size": 10, "num_attention_heads": 1,
+	  "num_key_value_heads": 1, "layer_types": ["conv"], "intermediate_size": 96, "block_ffn_dim_multiplier": 1e300}`
+	if _, err := ParseConfig([]byte(dense)); err == nil || !strings.Contains(err.Error(), "block_ffn_dim_multiplier = 1e+300") {
+		t.Errorf("a huge block_ffn_dim_multiplier: %v", err)
+	}
+	if _, err := Preset("lfm2-8b-a1b"); err != nil {
+		t.Errorf("the real model's config: %v", err)
 	}
 }

@@ -227,6 +227,7 @@ func (m *CUDAModel) reset() error {
 
 // Logits runs a batch of equal-length sequences from empty caches and
 // returns the logits of every position: [batch][seq][vocab], flattened.
+// A logit that is not finite fails it (checkCUDALogits).
 func (m *CUDAModel) Logits(batch [][]int) ([]float32, error) {
 	b, s, flat, err := m.checkBatch(batch, 0)
 	if err != nil {
@@ -257,6 +258,12 @@ func (m *CUDAModel) Logits(batch [][]int) ([]float32, error) {
 			base := (mb.b0*mb.S + r0) * v
 			if err := cuda.CopyDtoH(out[base:base+n*v], ln.logits); err != nil {
 				return fmt.Errorf("lfm2: logits: %w", err)
+			}
+			if err := checkCUDALogits(out[base:base+n*v], v, func(row int) (int, int) {
+				at := mb.b0*mb.S + r0 + row
+				return at / mb.S, at % mb.S
+			}); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -299,14 +306,12 @@ func (m *CUDAModel) prefill(b, s int, flat []int32, collect collector) error {
 }
 
 // lastLogits is the collector that copies each sequence's last logits to
-// out ([batch][vocab]) and, with after, hands each sequence's row to it.
+// out ([batch][vocab]), checks that they are finite and, with after, hands
+// each sequence's row to it.
 func (m *CUDAModel) lastLogits(out []float32, after func(b int, logits []float32)) collector {
 	v := m.c.Vocab
 	return func(ln *lane, mb microBatch) error {
-		if err := ln.finalNorm(mb.S-1, mb.S, mb.B); err != nil {
-			return err
-		}
-		if err := ln.lmHead(0, mb.B); err != nil {
+		if err := ln.head(mb); err != nil {
 			return err
 		}
 		if err := ln.stream.Synchronize(); err != nil {
@@ -315,6 +320,9 @@ func (m *CUDAModel) lastLogits(out []float32, after func(b int, logits []float32
 		rows := out[mb.b0*v : (mb.b0+mb.B)*v]
 		if err := cuda.CopyDtoH(rows, ln.logits); err != nil {
 			return fmt.Errorf("lfm2: logits: %w", err)
+		}
+		if err := checkCUDALogits(rows, v, func(row int) (int, int) { return mb.b0 + row, mb.pos + mb.S - 1 }); err != nil {
+			return err
 		}
 		if after != nil {
 			for i := range mb.B {
@@ -325,43 +333,76 @@ func (m *CUDAModel) lastLogits(out []float32, after func(b int, logits []float32
 	}
 }
 
+// head queues the final norm and the LM head of each sequence's last
+// position of mb into the lane's logits.
+func (ln *lane) head(mb microBatch) error {
+	if err := ln.finalNorm(mb.S-1, mb.S, mb.B); err != nil {
+		return err
+	}
+	return ln.lmHead(0, mb.B)
+}
+
+// checkCUDALogits returns an error if a value of logits, rows of vocab
+// values, is not finite, naming the sequence and position that where
+// gives for its row. The CUDA engine checks what it copies back; greedy
+// generation, whose logits stay on the device, learns of a row that is not
+// finite from the argmax (readIDs).
+func checkCUDALogits(logits []float32, vocab int, where func(row int) (seq, pos int)) error {
+	i := slices.IndexFunc(logits, func(v float32) bool { return !finite(v) })
+	if i < 0 {
+		return nil
+	}
+	seq, pos := where(i / vocab)
+	return fmt.Errorf("lfm2: the CUDA engine's logits are not finite at sequence %d, position %d (token %d is %s): a layer overflowed; the CPU reference (--device cpu) names the layer",
+		seq, pos, i%vocab, valueName(logits[i]))
+}
+
 // argmaxTo is the collector of greedy decoding: the argmax of each
 // sequence's last position goes to the lane's token buffer when feed (the
 // next step's input, on one GPU) or to its ids buffer, and on to slot of the
 // lane's pinned ids, where readIDs finds it.
 func (m *CUDAModel) argmaxTo(slot int, feed bool) collector {
 	return func(ln *lane, mb microBatch) error {
-		if err := ln.finalNorm(mb.S-1, mb.S, mb.B); err != nil {
+		if err := ln.head(mb); err != nil {
 			return err
 		}
-		if err := ln.lmHead(0, mb.B); err != nil {
-			return err
-		}
-		dst := ln.ids
-		if feed {
-			dst = ln.tokens
-		}
-		if err := ln.argmax(mb.B, dst); err != nil {
-			return err
-		}
-		// Each micro-batch has its own rows of the slot, so that two on one
-		// lane do not overwrite each other before the host reads them.
-		if err := cuda.CopyDtoHAsync(ln.hostIDs, 4*(slot*m.o.MaxBatch+mb.b0), dst, 0, 4*mb.B, ln.stream); err != nil {
-			return fmt.Errorf("lfm2: argmax: %w", err)
-		}
-		return ln.idsReady[slot].Record(ln.stream)
+		return m.argmaxIDs(ln, mb, slot, feed)
 	}
 }
 
-// readIDs waits for slot's argmax of each micro-batch and copies it into ids.
-func (m *CUDAModel) readIDs(mbs []microBatch, slot int, ids []int32) error {
+// argmaxIDs queues argmaxTo's work after the head: the argmax of the
+// lane's logits rows of mb, and its copy to slot of the pinned ids.
+func (m *CUDAModel) argmaxIDs(ln *lane, mb microBatch, slot int, feed bool) error {
+	dst := ln.ids
+	if feed {
+		dst = ln.tokens
+	}
+	if err := ln.argmax(mb.B, dst); err != nil {
+		return err
+	}
+	// Each micro-batch has its own rows of the slot, so that two on one
+	// lane do not overwrite each other before the host reads them.
+	if err := cuda.CopyDtoHAsync(ln.hostIDs, 4*(slot*m.o.MaxBatch+mb.b0), dst, 0, 4*mb.B, ln.stream); err != nil {
+		return fmt.Errorf("lfm2: argmax: %w", err)
+	}
+	return ln.idsReady[slot].Record(ln.stream)
+}
+
+// readIDs waits for slot's argmax of each micro-batch and copies it into
+// ids. The argmax of a logits row that is not finite is -1 (10_lm_head.cu):
+// it fails readIDs, naming the sequence and its position pos.
+func (m *CUDAModel) readIDs(mbs []microBatch, slot, pos int, ids []int32) error {
 	for _, mb := range mbs {
 		ln := m.lastLane(mb, len(mbs))
 		if err := ln.idsReady[slot].Synchronize(); err != nil {
 			return fmt.Errorf("lfm2: argmax: %w", err)
 		}
 		base := slot*m.o.MaxBatch + mb.b0
-		copy(ids[mb.b0:mb.b0+mb.B], cuda.HostSlice[int32](ln.hostIDs)[base:base+mb.B])
+		got := ids[mb.b0 : mb.b0+mb.B]
+		copy(got, cuda.HostSlice[int32](ln.hostIDs)[base:base+mb.B])
+		if i := slices.Index(got, -1); i >= 0 {
+			return fmt.Errorf("lfm2: the CUDA engine's logits are not finite at sequence %d, position %d: a layer overflowed; the CPU reference (--device cpu) names the layer", mb.b0+i, pos)
+		}
 	}
 	return nil
 }
@@ -373,6 +414,8 @@ func (m *CUDAModel) readIDs(mbs []microBatch, slot int, ids []int32) error {
 // one generator seeded by s.Seed, sequence by sequence, as the CPU does. On
 // one GPU, greedy decode never waits for the host: each step's argmax is the
 // next step's input on the device, and the host reads it one step late.
+// Logits that are not finite fail it: the sampled steps' (checkCUDALogits)
+// and the greedy ones' (readIDs).
 func (m *CUDAModel) Generate(prompts [][]int, n int, s Sampling, emit func(step int, toks []int) error) error {
 	return m.generate(prompts, n, s, emit, nil)
 }
@@ -404,7 +447,7 @@ func (m *CUDAModel) generate(prompts [][]int, n int, s Sampling, emit func(step 
 	// pinned ids, sampled ones picked now, sequence by sequence.
 	take := func(step int, mbs []microBatch, slot int) error {
 		if greedy {
-			if err := m.readIDs(mbs, slot, next); err != nil {
+			if err := m.readIDs(mbs, slot, l-1+step, next); err != nil {
 				return err
 			}
 		}

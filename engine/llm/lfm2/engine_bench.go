@@ -49,6 +49,24 @@ func (s BenchSpec) decodeBatches() []int {
 	return s.DecodeBatches
 }
 
+// Check refuses, before an engine is sized or a prompt drawn, a benchmark
+// that cannot run on a model of c: sizes that are not positive (check),
+// sequences longer than max_position_embeddings (the prompts, and the
+// prompts with the decode steps after them), and prompts (and, with
+// logits, their logits) that the host cannot hold (CheckHostMemory).
+func (s BenchSpec) Check(c *Config, logits bool) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	switch {
+	case s.Seq > c.MaxPositions:
+		return fmt.Errorf("lfm2: sequences of %d tokens are longer than max_position_embeddings = %d", s.Seq, c.MaxPositions)
+	case len(s.decodeBatches()) > 0 && s.DecodeSteps > c.MaxPositions-s.Seq:
+		return fmt.Errorf("lfm2: %d-token prompts and %d decode steps are longer than max_position_embeddings = %d", s.Seq, s.DecodeSteps, c.MaxPositions)
+	}
+	return s.CheckHostMemory(c, logits)
+}
+
 // CheckHostMemory refuses, with an *engine.MemoryError, a benchmark whose
 // prompts the host cannot hold (8-byte tokens and a 24-byte slice header
 // per sequence) and, with logits, their float32 logits at every position
@@ -85,13 +103,14 @@ const (
 )
 
 // Bench measures s on m into rec, whose header (device, dtype, model,
-// sizes) the caller fills; Bench adds the commit and the date where they
-// are empty, the pipeline's stages, and the results. After each part it
-// calls report (if not nil) with PartPrefill, PartMoE or PartDecode (once
-// per batch size, the last of rec.Decode), so that a caller can print as
-// the run goes; an error from report stops the benchmark.
+// sizes) the caller fills, once s passes Check; Bench adds the commit and
+// the date where they are empty, the pipeline's stages, and the results.
+// After each part it calls report (if not nil) with PartPrefill, PartMoE
+// or PartDecode (once per batch size, the last of rec.Decode), so that a
+// caller can print as the run goes; an error from report stops the
+// benchmark.
 func Bench(m Engine, s BenchSpec, rec *BenchRecord, report func(part string) error) error {
-	if err := s.check(); err != nil {
+	if err := s.Check(m.Config(), false); err != nil {
 		return err
 	}
 	if report == nil {
@@ -109,9 +128,6 @@ func Bench(m Engine, s BenchSpec, rec *BenchRecord, report func(part string) err
 		for _, st := range gpu.Stages() {
 			rec.Stages = append(rec.Stages, st.String())
 		}
-	}
-	if err := s.CheckHostMemory(m.Config(), false); err != nil {
-		return err
 	}
 	batch := s.Prompts(m.Config())
 	if err := CheckBatch(m.Config(), batch); err != nil {

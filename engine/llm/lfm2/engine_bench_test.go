@@ -2,6 +2,8 @@ package lfm2
 
 import (
 	"errors"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -96,5 +98,47 @@ func TestBenchSpecChecksHostMemory(t *testing.T) {
 	enginetest.WantMemoryError(t, Bench(NewCPUModel(c, nil), s, &BenchRecord{}, nil), 100000*(8*8+24))
 	if err := (BenchSpec{Batch: 100, Seq: 8}).CheckHostMemory(c, true); err != nil {
 		t.Errorf("100 sequences: %v", err)
+	}
+}
+
+// TestBenchRefusesLongSequences: sequences longer than the model's
+// max_position_embeddings (64 here), in the prefill or with the decode
+// steps, are refused before a prompt is drawn or a part runs.
+func TestBenchRefusesLongSequences(t *testing.T) {
+	c, w := loadModel(t, filepath.Join(fixtures, "moe"))
+	m := NewCPUModel(c, w)
+	for _, tc := range []struct {
+		spec BenchSpec
+		want string
+	}{
+		{BenchSpec{Batch: 1, Seq: 20000000, Reps: 1}, "sequences of 20000000 tokens are longer than max_position_embeddings = 64"},
+		{BenchSpec{Batch: 1, Seq: 8, Reps: 1, DecodeSteps: 60, DecodeBatches: []int{1}}, "8-token prompts and 60 decode steps are longer than max_position_embeddings = 64"},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		ran := 0
+		err := Bench(m, tc.spec, &BenchRecord{}, func(string) error { ran++; return nil })
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || ran > 0 {
+			t.Errorf("%+v: %v after %d parts, want %q before any", tc.spec, err, ran, tc.want)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+			t.Errorf("%+v: %d bytes allocated before the refusal", tc.spec, got)
+		}
+	}
+}
+
+// TestGenerateBatchChecksHostMemory: the CPU reference holds the key and
+// value caches of every sequence to the host's free memory before the
+// prefill runs.
+func TestGenerateBatchChecksHostMemory(t *testing.T) {
+	c, w := loadModel(t, filepath.Join(fixtures, "moe"))
+	t.Setenv(engine.HostMemoryEnv, "1000")
+	prompts := [][]int{{1, 2}, {3, 4}, {5, 6}}
+	emitted := 0
+	err := GenerateBatch(c, w, prompts, 60, Sampling{}, func(int, []int) error { emitted++; return nil })
+	enginetest.WantMemoryError(t, err, uint64(3*61*c.Sizes().KVBytesPerToken), "3 sequences of 61 tokens", "key and value caches")
+	if emitted != 0 {
+		t.Errorf("%d steps ran before the refusal", emitted)
 	}
 }

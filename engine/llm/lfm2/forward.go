@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 
+	"gpulab/engine"
 	"gpulab/engine/cpu"
 )
 
@@ -45,8 +46,15 @@ type SwiGLU struct {
 	Inter      int
 }
 
-// LoadWeights validates ck against c and converts its tensors to float32.
+// LoadWeights validates ck against c (Validate: sizes, names, shapes and
+// finite values) and converts its tensors to float32, once the host has
+// been found to have the memory for them.
 func LoadWeights(c *Config, ck *Checkpoint) (*Weights, error) {
+	params := c.Sizes().Params
+	what := fmt.Sprintf("lfm2: the %s model in %s (%.0f parameters)", c.ModelType, ck.Dir, params)
+	if err := engine.CheckHostMemory(what, "the float32 weights", engine.BytesOf(4*params)); err != nil {
+		return nil, err
+	}
 	if err := Validate(c, ck); err != nil {
 		return nil, err
 	}
@@ -139,7 +147,10 @@ type Rotation func(head []float32, pos int, theta float64)
 // ForwardRotating is Forward with rot in place of LFM2's RoPE: how the
 // lesson injects the RoPE sign bug (RoPESignBug) and measures what it does
 // to the logits. Every call on one state must use the same rot, since the
-// key cache keeps the keys as rot turned them.
+// key cache keeps the keys as rot turned them. A value that stops being
+// finite (a NaN or an infinity, from weights that overflow) fails the call,
+// naming where it first appeared: the embedding, a layer's mixer or
+// feed-forward, or the LM head, and the position; st is then spoilt.
 func ForwardRotating(c *Config, w *Weights, st *State, tokens []int, rot Rotation) ([][]float32, error) {
 	if rot == nil {
 		return nil, fmt.Errorf("lfm2: ForwardRotating needs a rotation")
@@ -147,12 +158,21 @@ func ForwardRotating(c *Config, w *Weights, st *State, tokens []int, rot Rotatio
 	if err := CheckTokens(c, st.Pos, tokens); err != nil {
 		return nil, err
 	}
-	x := embed(c, w, tokens)
+	pos, x := st.Pos, embed(c, w, tokens)
+	if t, _ := firstNonFiniteRow(x); t >= 0 {
+		return nil, checkRows(x[t:t+1], pos+t, fmt.Sprintf("the embedding of token %d is", tokens[t]), "channel")
+	}
 	for l := range c.Layers {
-		decoderLayer(c, w, st, l, x, rot)
+		if err := decoderLayer(c, w, st, l, x, rot); err != nil {
+			return nil, err
+		}
 	}
 	st.Pos += len(tokens)
-	return linear(rmsNormRows(x, w.Norm, c.NormEps), w.LMHead, c.Vocab), nil
+	logits := linear(rmsNormRows(x, w.Norm, c.NormEps), w.LMHead, c.Vocab)
+	if err := checkRows(logits, pos, "the logits (LM head) are", "token"); err != nil {
+		return nil, err
+	}
+	return logits, nil
 }
 
 // embed returns each token's row of the embedding table: the residual
@@ -169,20 +189,30 @@ func embed(c *Config, w *Weights, tokens []int) [][]float32 {
 // decoderLayer runs layer l on the residual stream x in place: the mixer
 // (attention, whose heads rot turns, or the short conv), then the
 // feed-forward (dense or MoE), each on the normed stream and added back.
-func decoderLayer(c *Config, w *Weights, st *State, l int, x [][]float32, rot Rotation) {
-	lw := &w.Layers[l]
+// After each, the stream must be finite: an error names the layer, the
+// block and the first position that is not.
+func decoderLayer(c *Config, w *Weights, st *State, l int, x [][]float32, rot Rotation) error {
+	lw, pos := &w.Layers[l], st.Pos
 	normed := rmsNormRows(x, lw.OpNorm, c.NormEps)
+	mixer := "conv"
 	if c.IsAttention(l) {
+		mixer = "attention"
 		addRows(x, attention(c, lw, st, l, normed, rot))
 	} else {
 		addRows(x, convMixer(c, lw, st, l, normed))
 	}
+	if err := checkRows(x, pos, fmt.Sprintf("layer %d (%s) output is", l, mixer), "channel"); err != nil {
+		return err
+	}
 	normed = rmsNormRows(x, lw.FFNNorm, c.NormEps)
+	ffn := "dense feed-forward"
 	if c.IsMoE(l) {
+		ffn = "MoE feed-forward"
 		addRows(x, moe(c, lw, normed, st.ExpertLoad[l]))
 	} else {
 		addRows(x, lw.FFN.apply(normed, c.Hidden))
 	}
+	return checkRows(x, pos, fmt.Sprintf("layer %d (%s) output is", l, ffn), "channel")
 }
 
 // Logits runs each sequence of batch from an empty state and returns the
@@ -257,7 +287,9 @@ func Generate(c *Config, w *Weights, prompt []int, n int, s Sampling) ([]int, er
 // as soon as they are picked, so that a caller can stream them or time the
 // first step (toks is reused: copy it to keep it); an error from emit
 // stops the generation. Sampled tokens are
-// drawn from one generator seeded by s.Seed, sequence by sequence.
+// drawn from one generator seeded by s.Seed, sequence by sequence. The
+// sequences' key and value caches are held to the host's free memory
+// before the prompts run.
 func GenerateBatch(c *Config, w *Weights, prompts [][]int, n int, s Sampling, emit func(step int, toks []int) error) error {
 	if len(prompts) == 0 || len(prompts[0]) == 0 {
 		return fmt.Errorf("lfm2: generation needs a non-empty prompt")
@@ -268,8 +300,14 @@ func GenerateBatch(c *Config, w *Weights, prompts [][]int, n int, s Sampling, em
 	if err := CheckBatch(c, prompts); err != nil {
 		return err
 	}
-	if T := len(prompts[0]); T+n-1 > c.MaxPositions {
+	T := len(prompts[0])
+	if n-1 > c.MaxPositions-T {
 		return fmt.Errorf("lfm2: a %d-token prompt and %d new tokens are longer than max_position_embeddings = %d", T, n, c.MaxPositions)
+	}
+	kv := float64(len(prompts)) * float64(T+max(n-1, 0)) * c.Sizes().KVBytesPerToken
+	what := fmt.Sprintf("lfm2: %d sequences of %d tokens", len(prompts), T+max(n-1, 0))
+	if err := engine.CheckHostMemory(what, "the CPU reference's key and value caches", engine.BytesOf(kv)); err != nil {
+		return err
 	}
 	states, last := make([]*State, len(prompts)), make([][]float32, len(prompts))
 	for b, p := range prompts {

@@ -4,12 +4,18 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
 
 // FuzzParseConfig: any config.json either parses into a config that
-// validates, or is an error naming config.json; never a panic.
+// validates, or is an error naming config.json; never a panic. What a
+// parsed config implies is bounded: its tensors, parameters and cache per
+// token are within config.go's bounds, Sizes figures them exactly, and
+// listing the tensors (ExpectedTensors) costs memory in proportion to
+// their number, so a hostile config cannot make the loader build a huge
+// set.
 func FuzzParseConfig(f *testing.F) {
 	for _, name := range []string{"dense", "moe"} {
 		if data, err := os.ReadFile(filepath.Join(fixtures, name, "config.json")); err == nil {
@@ -21,6 +27,10 @@ func FuzzParseConfig(f *testing.F) {
 	}
 	f.Add([]byte(tinyHub))
 	f.Add([]byte(`{"model_type": "lfm2_moe", "num_hidden_layers": -1}`))
+	f.Add([]byte(strings.Replace(tinyHub, `"num_experts": 4`, `"num_experts": 2147483648`, 1)))
+	f.Add([]byte(strings.Replace(tinyHub, `"num_experts": 4`, `"num_experts": 1024`, 1)))
+	f.Add([]byte(`{"model_type": "lfm2", "hidden_size": 64, "num_hidden_layers": 1000000000, "vocab_size": 10,
+	  "num_attention_heads": 1, "num_key_value_heads": 1, "intermediate_size": 8, "full_attn_idxs": [0]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig(data)
 		if err != nil {
@@ -34,6 +44,29 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if c.HeadDim*c.Heads != c.Hidden || len(c.LayerTypes) != c.Layers {
 			t.Errorf("parsed config is inconsistent: %+v", c)
+		}
+		s := c.Sizes()
+		if s.Tensors < 1 || s.Tensors > maxTensors || !(s.Params > 0 && s.Params <= maxParams) ||
+			!(s.KVBytesPerToken >= 0 && s.KVBytesPerToken <= 8*float64(c.Layers)*float64(c.Hidden)) {
+			t.Fatalf("a parsed config implies %+v: over config.go's bounds (%d tensors, %g parameters)", s, maxTensors, float64(maxParams))
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		want := ExpectedTensors(c)
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > 1024*uint64(s.Tensors)+1<<20 {
+			t.Errorf("listing %d tensors allocated %d bytes", s.Tensors, got)
+		}
+		params := 0.0
+		for _, shape := range want {
+			n := 1.0
+			for _, d := range shape {
+				n *= float64(d)
+			}
+			params += n
+		}
+		if len(want) != s.Tensors || params != s.Params {
+			t.Errorf("ExpectedTensors lists %d tensors of %g parameters; Sizes says %d of %g", len(want), params, s.Tensors, s.Params)
 		}
 	})
 }

@@ -90,7 +90,9 @@ func AttentionScores(c *Config, w *Weights, tokens []int, l int) ([][]float32, e
 	}
 	st, x := NewState(c), embed(c, w, tokens)
 	for i := range l {
-		decoderLayer(c, w, st, i, x, rope)
+		if err := decoderLayer(c, w, st, i, x, rope); err != nil {
+			return nil, err
+		}
 	}
 	lw := &w.Layers[l]
 	q := queries(c, lw, st, l, rmsNormRows(x, lw.OpNorm, c.NormEps), rope)

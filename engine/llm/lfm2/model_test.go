@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gpulab/engine"
+	"gpulab/engine/enginetest"
 )
 
 // writeModel writes a random BF16 checkpoint of the given tensors to dir, in
@@ -100,10 +103,35 @@ func TestValidate(t *testing.T) {
 		}
 	}
 
-	// A checkpoint of only the embeddings misses the other 72, of which 20 are named.
-	err = Validate(&c, writeModel(t, t.TempDir(), map[string][]int{"model.embed_tokens.weight": {100, 64}}))
+	// A checkpoint of only the embeddings (and bytes enough) misses the other 72, of which 20 are named.
+	err = Validate(&c, writeModel(t, t.TempDir(), map[string][]int{"model.embed_tokens.weight": {100, 64}, "padding": {200000}}))
 	if err == nil || !strings.Contains(err.Error(), "72 missing:") || !strings.Contains(err.Error(), "and 52 more") ||
 		strings.Count(err.Error(), "\n    model.") != 20 {
 		t.Errorf("error %v", err)
 	}
+}
+
+// TestValidateWeightBytes: a config that implies more weights than the
+// checkpoint's files hold is refused before the tensors it implies are
+// listed, saying both sizes.
+func TestValidateWeightBytes(t *testing.T) {
+	c := tiny
+	c.Experts = 1024 // 4 × 3 × 1024 × 32 × 64 parameters of experts
+	err := Validate(&c, writeModel(t, t.TempDir(), map[string][]int{"model.embed_tokens.weight": {100, 64}}))
+	for _, want := range []string{"the lfm2_moe config implies 19157248 parameters, 38314496 bytes in 16-bit dtypes,",
+		"but the checkpoint's tensors hold 12800 bytes: its config.json does not describe these weights"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want one containing %q", err, want)
+		}
+	}
+}
+
+// TestLoadWeightsChecksHostMemory: the float32 copy of the weights is held
+// to the host's free memory before it is made.
+func TestLoadWeightsChecksHostMemory(t *testing.T) {
+	c := tiny
+	ck := writeModel(t, t.TempDir(), ExpectedTensors(&c))
+	t.Setenv(engine.HostMemoryEnv, "10000")
+	_, err := LoadWeights(&c, ck)
+	enginetest.WantMemoryError(t, err, uint64(4*c.Sizes().Params), "the float32 weights")
 }

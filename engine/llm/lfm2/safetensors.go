@@ -166,9 +166,19 @@ func OpenSafetensors(path string) (*File, error) {
 	if size > math.MaxInt {
 		return nil, fmt.Errorf("lfm2: %s: %d bytes is too large to map", path, size)
 	}
+	// The header's length is checked before the file is mapped: a length
+	// that the file cannot hold, or beyond what any header needs, says more
+	// than a failed mapping of a file that a sparse header made huge.
+	var n [8]byte
+	if _, err := fh.ReadAt(n[:], 0); err != nil {
+		return nil, fmt.Errorf("lfm2: %s: %w", path, err)
+	}
+	if err := checkHeaderLength(binary.LittleEndian.Uint64(n[:]), size); err != nil {
+		return nil, fmt.Errorf("lfm2: %s: %w", path, err)
+	}
 	mem, err := syscall.Mmap(int(fh.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("lfm2: %s: mmap: %w", path, err)
+		return nil, fmt.Errorf("lfm2: %s: mapping its %d bytes: %w (an address-space limit, ulimit -v, below the file's size refuses it)", path, size, err)
 	}
 	f := &File{Path: path, mem: mem}
 	if err := f.parse(); err != nil {
@@ -178,11 +188,28 @@ func OpenSafetensors(path string) (*File, error) {
 	return f, nil
 }
 
+// maxHeaderBytes bounds a safetensors header's length, as Hugging Face's
+// safetensors does (100 MB): a header lists names, shapes and offsets, a
+// few hundred bytes a tensor.
+const maxHeaderBytes = 100_000_000
+
+// checkHeaderLength returns an error unless a header of n bytes fits a file
+// of size bytes after its 8-byte length, within maxHeaderBytes.
+func checkHeaderLength(n uint64, size int64) error {
+	switch {
+	case n > maxHeaderBytes:
+		return fmt.Errorf("header length %d is more than the %d bytes a safetensors header may have", n, maxHeaderBytes)
+	case n > uint64(size-8):
+		return fmt.Errorf("header length %d runs past the end of the file (%d bytes)", n, size)
+	}
+	return nil
+}
+
 // parse reads f's header and sets its Tensors and Metadata.
 func (f *File) parse() error {
 	n := binary.LittleEndian.Uint64(f.mem)
-	if n > uint64(len(f.mem)-8) {
-		return fmt.Errorf("header length %d runs past the end of the file (%d bytes)", n, len(f.mem))
+	if err := checkHeaderLength(n, int64(len(f.mem))); err != nil {
+		return err
 	}
 	data := f.mem[8+n:]
 	var header map[string]json.RawMessage

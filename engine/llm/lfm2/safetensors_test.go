@@ -161,6 +161,19 @@ func TestSafetensorsErrors(t *testing.T) {
 	if _, err := OpenSafetensors(filepath.Join(dir, "absent.safetensors")); err == nil {
 		t.Error("absent file opened")
 	}
+	// A sparse file whose length field claims a 20 GB header is refused
+	// for that length, before the file is mapped.
+	path := filepath.Join(dir, "huge_header.safetensors")
+	writeFile(t, path, binary.LittleEndian.AppendUint64(nil, 20e9))
+	if err := os.Truncate(path, 21e9); err != nil {
+		t.Skipf("no sparse file of 21 GB here: %v", err)
+	}
+	if f, err := OpenSafetensors(path); err == nil || !strings.Contains(err.Error(), "header length 20000000000 is more than the 100000000 bytes") {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("a 20 GB header: %v", err)
+	}
 }
 
 // TestSafetensorsTiling: the tensors of a file must cover its data end to

@@ -18,9 +18,12 @@ type Sampling struct {
 	Seed        uint64
 }
 
+// check refuses what the engines cannot sample with, whatever a caller
+// checked: a temperature that is negative, NaN or infinite (+Inf would
+// draw uniformly, ignoring the model), and a top-p outside [0, 1].
 func (s Sampling) check() error {
-	if s.Temperature < 0 || math.IsNaN(s.Temperature) || s.TopP < 0 || s.TopP > 1 || math.IsNaN(s.TopP) {
-		return fmt.Errorf("lfm2: sampling with temperature %g and top-p %g: want temperature >= 0 and top-p in [0, 1]", s.Temperature, s.TopP)
+	if !(s.Temperature >= 0) || math.IsInf(s.Temperature, 1) || !(s.TopP >= 0 && s.TopP <= 1) {
+		return fmt.Errorf("lfm2: sampling with temperature %g and top-p %g: want a finite temperature >= 0 and top-p in [0, 1]", s.Temperature, s.TopP)
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package lfm2
 
 import (
 	"math"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -64,5 +66,21 @@ func TestGenerateSampled(t *testing.T) {
 	}
 	if _, err := Generate(c, w, prompt, 2, Sampling{Temperature: -1}); err == nil {
 		t.Error("negative temperature accepted")
+	}
+}
+
+// TestSamplingRefuses: the engine itself refuses a temperature that is
+// negative or not finite and a top-p outside [0, 1], whatever its caller
+// checked, before a token is generated.
+func TestSamplingRefuses(t *testing.T) {
+	c, w := loadModel(t, filepath.Join(fixtures, "dense"))
+	inf := math.Inf(1)
+	for _, s := range []Sampling{{Temperature: inf}, {Temperature: -inf}, {Temperature: -1}, {Temperature: math.NaN()},
+		{Temperature: 1, TopP: inf}, {Temperature: 1, TopP: -0.5}, {Temperature: 1, TopP: 1.5}, {Temperature: 1, TopP: math.NaN()}} {
+		emitted := 0
+		err := GenerateBatch(c, w, [][]int{{1, 2}}, 2, s, func(int, []int) error { emitted++; return nil })
+		if err == nil || !strings.Contains(err.Error(), "want a finite temperature >= 0 and top-p in [0, 1]") || emitted != 0 {
+			t.Errorf("%+v: %v after %d tokens; want a refusal before any", s, err, emitted)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/go-zeromq/zmq4"
 
 	"gpulab/engine/atomicfile"
+	"gpulab/engine/interrupt"
 )
 
 // KernelConfig says how to start a kernel.
@@ -40,13 +41,18 @@ type KernelConfig struct {
 
 // Kernel is a running kernel process and this client's connection to it:
 // the shell and control channels (DEALER sockets) and iopub (SUB). The
-// kernel is started in its own process group, so that Close also ends the
-// programs its cells started.
+// kernel is started so that Close also ends every process it started (the
+// programs of its cells, their children, GoNB's gopls); until Close, both
+// those and its temporary directory are registered with package
+// interrupt, so that a SIGINT or SIGTERM that ends the command ends them
+// too.
 type Kernel struct {
-	cmd     *exec.Cmd
-	dir     string // holds the connection file
-	key     []byte
-	session string
+	cmd         *exec.Cmd
+	kill        func() // kills the kernel and every process it started, and waits until they are gone
+	forgetProcs func() // ends the registration of kill with package interrupt
+	removeDir   func() // removes the kernel's directory (connection file, temporary files) and ends its registration
+	key         []byte
+	session     string
 
 	ctx    context.Context // the sockets' lifeline
 	cancel context.CancelFunc
@@ -90,13 +96,13 @@ func StartKernel(cfg KernelConfig) (*Kernel, error) {
 	if startTimeout <= 0 {
 		startTimeout = time.Minute
 	}
-	dir, err := os.MkdirTemp("", "gpulab-kernel-*")
+	dir, removeDir, err := interrupt.TempDir("gpulab-kernel-*")
 	if err != nil {
 		return nil, fmt.Errorf("jupyter: directory for the connection file: %w", err)
 	}
 	ports, err := freePorts(5)
 	if err != nil {
-		os.RemoveAll(dir)
+		removeDir()
 		return nil, err
 	}
 	conn := connection{
@@ -107,7 +113,7 @@ func StartKernel(cfg KernelConfig) (*Kernel, error) {
 	connFile := filepath.Join(dir, "kernel-"+newID()+".json")
 	data, _ := json.Marshal(conn) // a struct of strings and ints always encodes
 	if err := atomicfile.WriteBytes(connFile, data); err != nil {
-		os.RemoveAll(dir)
+		removeDir()
 		return nil, fmt.Errorf("jupyter: writing the connection file: %w", err)
 	}
 
@@ -116,14 +122,14 @@ func StartKernel(cfg KernelConfig) (*Kernel, error) {
 		argv[i] = strings.ReplaceAll(a, "{connection_file}", connFile)
 	}
 	k := &Kernel{
-		cmd:     exec.Command(argv[0], argv[1:]...),
-		dir:     dir,
-		key:     []byte(conn.Key),
-		session: newID(),
-		shellIn: make(chan *message, 64),
-		iopubIn: make(chan *message, 1024),
-		exited:  make(chan struct{}),
-		tail:    &tailWriter{},
+		cmd:       exec.Command(argv[0], argv[1:]...),
+		removeDir: removeDir,
+		key:       []byte(conn.Key),
+		session:   newID(),
+		shellIn:   make(chan *message, 64),
+		iopubIn:   make(chan *message, 1024),
+		exited:    make(chan struct{}),
+		tail:      &tailWriter{},
 	}
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	// The kernel's temporary files (GoNB's work directory and pipes, the
@@ -132,7 +138,7 @@ func StartKernel(cfg KernelConfig) (*Kernel, error) {
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		k.cancel()
-		os.RemoveAll(dir)
+		removeDir()
 		return nil, fmt.Errorf("jupyter: the kernel's temporary directory: %w", err)
 	}
 	k.cmd.Env = append(slices.Clip(cfg.Env), "TMPDIR="+tmp)
@@ -144,10 +150,16 @@ func StartKernel(cfg KernelConfig) (*Kernel, error) {
 		out = io.MultiWriter(cfg.Log, k.tail)
 	}
 	k.cmd.Stdout, k.cmd.Stderr = out, out
-	setProcessGroup(k.cmd)
-	if err := k.cmd.Start(); err != nil {
+	k.kill = killable(k.cmd)
+	k.forgetProcs, err = interrupt.Register(func() (func(), error) {
+		if err := k.cmd.Start(); err != nil {
+			return nil, err
+		}
+		return k.kill, nil
+	})
+	if err != nil {
 		k.cancel()
-		os.RemoveAll(dir)
+		removeDir()
 		return nil, fmt.Errorf("jupyter: starting the kernel %q: %w", argv[0], err)
 	}
 	go func() {
@@ -301,8 +313,9 @@ func (k *Kernel) Execute(ctx context.Context, code string, output func(msgType s
 }
 
 // Close asks the kernel to shut down (shutdown_request on control), waits
-// a few seconds for it to exit, then kills its process group: the kernel
-// and whatever its cells left running. It removes the connection file.
+// a few seconds for it to exit, then kills it and whatever it and its
+// cells left running. It removes the kernel's directory (the connection
+// file, its temporary files).
 func (k *Kernel) Close() {
 	select {
 	case <-k.exited:
@@ -314,7 +327,8 @@ func (k *Kernel) Close() {
 			}
 		}
 	}
-	killProcessGroup(k.cmd)
+	k.kill()
+	k.forgetProcs()
 	<-k.exited
 	k.cancel()
 	for _, s := range []zmq4.Socket{k.shell, k.control, k.iopub} {
@@ -322,7 +336,7 @@ func (k *Kernel) Close() {
 			s.Close()
 		}
 	}
-	os.RemoveAll(k.dir)
+	k.removeDir()
 }
 
 // explain adds to err whether the kernel has exited, and the last lines it

@@ -4,8 +4,6 @@ package jupyter
 
 import "os/exec"
 
-// setProcessGroup: process groups are a Unix notion; elsewhere Close kills
-// the kernel process alone.
-func setProcessGroup(cmd *exec.Cmd) {}
-
-func killProcessGroup(cmd *exec.Cmd) { cmd.Process.Kill() }
+// killable: process groups are a Unix notion; elsewhere kill ends the
+// kernel process alone.
+func killable(cmd *exec.Cmd) (kill func()) { return func() { cmd.Process.Kill() } }

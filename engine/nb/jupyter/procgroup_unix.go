@@ -6,22 +6,21 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"gpulab/engine/proctree"
 )
 
-// setProcessGroup starts cmd in a process group of its own, which the
-// programs it starts (GoNB's cell programs, go build, shell commands)
-// inherit.
-func setProcessGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
-
-// killProcessGroup kills that whole group and waits (at most 5 s) until it
-// is gone, so that nothing still writes into the kernel's directory when
-// Close removes it.
-func killProcessGroup(cmd *exec.Cmd) {
-	pgid := -cmd.Process.Pid
-	syscall.Kill(pgid, syscall.SIGKILL)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if syscall.Kill(pgid, 0) == syscall.ESRCH {
-			return
-		}
-	}
+// killable prepares cmd so that kill, once cmd has started, ends it and
+// every process it started: cmd gets a process group of its own, which the
+// programs it starts (GoNB's cell programs, go build, shell commands and
+// their background children) inherit, and a proctree mark in its
+// environment, which finds those that leave the group (GoNB starts gopls
+// in a group of its own). kill waits (at most 5 s) until they are gone, so
+// that nothing still writes into the kernel's directory when Close removes
+// it.
+func killable(cmd *exec.Cmd) (kill func()) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	tree := proctree.NewTree()
+	cmd.Env = append(cmd.Env, tree.Env())
+	return func() { tree.Kill(cmd.Process.Pid, 5*time.Second) }
 }

@@ -7,7 +7,9 @@
 // decode step sends back one int per sequence instead of 65536 floats, and
 // feeds the next step's embedding without the host in between.
 // Traffic: one read of each logits row.
-// Cost: a block per row; ties go to the lower index, as in the reference.
+// Cost: a block per row; ties go to the lower index, as in the reference. A
+// row holding a NaN or an infinity has no answer: its id is -1, which the
+// embedding turns into a NaN row on the device and the host reports.
 #include "lfm2/common.cuh"
 
 // better reports whether (v, i) beats (bv, bi): larger, or as large and earlier.
@@ -16,11 +18,16 @@ __device__ __forceinline__ bool better(float v, int i, float bv, int bi) { retur
 extern "C" __global__ void argmax_rows(const float* __restrict__ logits, int V, int* __restrict__ out) {
     __shared__ float sv[32];
     __shared__ int si[32];
+    __shared__ bool sbad[32];
     const float* row = logits + (size_t)blockIdx.x * V;
     float bv = __uint_as_float(0xff800000u);  // -inf
     int bi = V;
-    for (int i = threadIdx.x; i < V; i += blockDim.x)
+    bool bad = false;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) {
+        bad |= !isfinite(row[i]);
         if (better(row[i], i, bv, bi)) bv = row[i], bi = i;
+    }
+    bad = __any_sync(0xffffffffu, bad);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         float ov = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -28,17 +35,18 @@ extern "C" __global__ void argmax_rows(const float* __restrict__ logits, int V, 
         if (better(ov, oi, bv, bi)) bv = ov, bi = oi;
     }
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) sv[warp] = bv, si[warp] = bi;
+    if (lane == 0) sv[warp] = bv, si[warp] = bi, sbad[warp] = bad;
     __syncthreads();
     if (warp != 0) return;
     int warps = blockDim.x >> 5;
     bv = lane < warps ? sv[lane] : __uint_as_float(0xff800000u);
     bi = lane < warps ? si[lane] : V;
+    bad = __any_sync(0xffffffffu, lane < warps && sbad[lane]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         float ov = __shfl_xor_sync(0xffffffffu, bv, o);
         int oi = __shfl_xor_sync(0xffffffffu, bi, o);
         if (better(ov, oi, bv, bi)) bv = ov, bi = oi;
     }
-    if (lane == 0) out[blockIdx.x] = bi < V ? bi : 0;  // a row of NaNs has no maximum: 0, like the reference
+    if (lane == 0) out[blockIdx.x] = bad ? -1 : bi;
 }
