@@ -127,10 +127,8 @@ func kmeansCmd(args []string, stdout, stderr io.Writer) error {
 		m, ok := src.(*kmeans.Matrix)
 		if !ok {
 			// The header sizes X (a sparse file passes the check of its
-			// size), and Fit's labels and distances (12·N) and k-means++'s
-			// candidates (8·N of indices, a sample of points).
-			nf, df := float64(n), float64(d)
-			need := 4*nf*df + 12*nf + 8*nf + 4*min(nf, kmeans.InitSample)*df
+			// size), checked before it is read, with what Fit needs besides.
+			need := 4*float64(n)*float64(d) + kmeans.HostBytes(n, d, true)
 			if err := engine.CheckHostMemory(of, fmt.Sprintf("its %d×%d points as float32, a label and a distance each, and k-means++'s candidates", n, d), engine.BytesOf(need)); err != nil {
 				return err
 			}

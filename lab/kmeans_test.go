@@ -171,7 +171,10 @@ func TestKmeansChecksHostMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"kmeans", "--data", x, "--k", "3", "--device", "cpu", "--out", filepath.Join(dir, "out")}
-	const want = "k-means of %s needs 42.0 GB of host memory for its 100000000×100 points as float32, a label and a distance each, and k-means++'s candidates; "
+	// 4·N·D bytes of X, then 4·N of labels, 8·N of k-means++'s permutation,
+	// 12·N of labels and distances in the passes and 4·65536·D of
+	// candidates: 42.43 GB.
+	const want = "k-means of %s needs 42.4 GB of host memory for its 100000000×100 points as float32, a label and a distance each, and k-means++'s candidates; "
 	cmd := exec.Command("bash", append([]string{"-c", `ulimit -v 4000000 && exec "$0" "$@"`, os.Args[0]}, args...)...)
 	cmd.Env = append(os.Environ(), labMainEnv+"=1", engine.HostMemoryEnv+"=")
 	out, err := cmd.CombinedOutput()

@@ -202,7 +202,7 @@ run_case() {
   local s
   for s in "${specials[@]}"; do
     if [[ $s == "p "* ]]; then
-      (while cat "${s#p }" >/dev/null; do :; done) &
+      (while cat "${s#p }" >/dev/null; do :; done) 2>/dev/null & # quiet: its cat is killed below
       readers+=($!)
     fi
   done

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"gpulab/engine/atomicfile"
+	"gpulab/engine/readlimit"
 	"math"
 	"os"
 	"os/exec"
@@ -378,13 +379,16 @@ func WriteJSONValue(path string, v any) error {
 	return nil
 }
 
+// maxRecordsBytes bounds a file of records: a record is about a kilobyte.
+const maxRecordsBytes = 256 << 20
+
 // ReadJSON reads records written by WriteJSON: one JSON array and nothing
 // after it (json.Unmarshal refuses trailing data), every record naming its
 // suite, variant and device, so that a JSON file of something else (a
 // profile, a p2p matrix) is refused rather than read as empty records. A
 // file that cannot be read is the os error as it is (os.IsNotExist works).
 func ReadJSON(path string) ([]Record, error) {
-	data, err := os.ReadFile(path)
+	data, err := readlimit.ReadFile(path, "file of records", maxRecordsBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gpulab/engine/readlimit"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -50,13 +51,17 @@ type CourseExercise struct {
 	Solutions map[string]string `json:"solutions,omitempty"` // by language: a path, relative to the course file
 }
 
+// maxCourseBytes bounds a course file: shapes, a seed and the paths of
+// solutions, a few kilobytes.
+const maxCourseBytes = 1 << 20
+
 // ReadCourse reads and checks a course file: every exercise exists, every
 // hidden shape parses for each of its languages, every solution is a
 // readable source in the language it is given for, without the
 // skeleton's TODO line. An error names the file, the exercise and what is
 // wrong.
 func ReadCourse(path string) (*Course, error) {
-	data, err := os.ReadFile(path)
+	data, err := readlimit.ReadFile(path, "course file", maxCourseBytes)
 	if err != nil {
 		return nil, fmt.Errorf("course: %w", err)
 	}

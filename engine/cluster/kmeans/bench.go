@@ -197,7 +197,7 @@ func suiteMemory(dev *engine.Device, sp Spec) (host, device engine.Need) {
 	// In float64, so that no size overflows a product (engine.BytesOf).
 	n, d, k := float64(sp.N), float64(sp.D), float64(sp.K)
 	x := 4 * n * d
-	hostBytes, hostHolds := x+8*n+4*min(n, InitSample)*d, "X (float32), k-means++'s candidates"
+	hostBytes, hostHolds := x+initBytes(n, d), "X (float32), k-means++'s candidates"
 	if dev.Kind != engine.CUDA || sp.small() {
 		hostBytes += 16 * n
 		hostHolds += ", the reference's labels and distances"

@@ -21,6 +21,9 @@ func Fit(x *Matrix, cfg Config) (*Result, error) {
 	if err := checkFinite(x); err != nil {
 		return nil, err
 	}
+	if err := checkHostMemory(x.N, x.D, true); err != nil {
+		return nil, err
+	}
 	centers, err := initialCenters(x, cfg)
 	if err != nil {
 		return nil, err

@@ -74,6 +74,9 @@ func NewGPU(ctx *cuda.Context, data Data, k int, opt GPUOptions) (*GPU, error) {
 	if err := checkFinite(data); err != nil {
 		return nil, err
 	}
+	if err := checkHostMemory(n, d, false); err != nil {
+		return nil, err
+	}
 	p, err := newGPUPass(ctx, data, k, opt)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ package kmeans
 
 import (
 	"fmt"
+	"gpulab/engine"
 	"gpulab/engine/cpu"
 	"math"
 	"math/rand/v2"
@@ -143,6 +144,29 @@ func checkFinite(data Data) error {
 		}
 	}
 	return nil
+}
+
+// HostBytes is the host memory a run on n points of d dimensions takes
+// besides X, figured in float64 (engine.BytesOf): k-means++'s candidates
+// (initBytes), the labels (4 bytes a point) and, on the CPU, each point's
+// label and distance during the passes (12 bytes).
+func HostBytes(n, d int, cpu bool) float64 {
+	nf := float64(n)
+	b := initBytes(nf, float64(d)) + 4*nf
+	if cpu {
+		b += 12 * nf
+	}
+	return b
+}
+
+// initBytes is the host memory of k-means++'s candidates for n points of d
+// dimensions: 8 bytes of index a point (a permutation of them, or all of
+// them) and the rows of at most InitSample points.
+func initBytes(n, d float64) float64 { return 8*n + 4*min(n, InitSample)*d }
+
+// checkHostMemory refuses a run that HostBytes says the host cannot hold.
+func checkHostMemory(n, d int, cpu bool) error {
+	return engine.CheckHostMemory(fmt.Sprintf("k-means of %d×%d points", n, d), "its labels, distances and k-means++'s candidates", engine.BytesOf(HostBytes(n, d, cpu)))
 }
 
 // initialCenters returns cfg.Centers, or K centers chosen by cfg.Init.

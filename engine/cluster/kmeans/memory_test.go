@@ -36,3 +36,17 @@ func TestSuiteChecksMemory(t *testing.T) {
 		t.Errorf("a small size: %v", err)
 	}
 }
+
+// TestFitChecksMemory: Fit refuses, before k-means++ or any pass, a run
+// whose labels, distances and candidates the host cannot hold besides X.
+func TestFitChecksMemory(t *testing.T) {
+	x, err := Materialize(datasets.Blobs{N: 1000, D: 4, K: 3, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(engine.HostMemoryEnv, "1000")
+	_, err = Fit(x, Config{K: 3, Seed: 1, MaxIters: 2})
+	// 8·N of indices, 4·N·D of candidates (N is under InitSample), 4·N of
+	// labels, 12·N of labels and distances in the passes.
+	enginetest.WantMemoryError(t, err, 8*1000+4*1000*4+4*1000+12*1000)
+}

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"gpulab/engine/netx"
+	"gpulab/engine/readlimit"
 )
 
 // DefaultEndpoint is the hub's address when $HF_ENDPOINT is not set.
@@ -389,11 +390,15 @@ func checkRoom(dir string, need int64, files []File) error {
 	return nil
 }
 
+// maxIndexBytes bounds a safetensors index: one of thousands of tensors is
+// a few hundred kilobytes.
+const maxIndexBytes = 16 << 20
+
 // checkShards makes sure that every shard a safetensors index names was
 // among the files downloaded.
 func checkShards(dir string, files []File) error {
 	const index = "model.safetensors.index.json"
-	data, err := os.ReadFile(filepath.Join(dir, index))
+	data, err := readlimit.ReadFile(filepath.Join(dir, index), index, maxIndexBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -17,8 +17,8 @@ package lfm2
 import (
 	"encoding/json"
 	"fmt"
+	"gpulab/engine/readlimit"
 	"math"
-	"os"
 	"path/filepath"
 )
 
@@ -345,10 +345,13 @@ func (c *Config) Sizes() Sizes {
 	return s
 }
 
+// maxConfigBytes bounds a config.json: a real one is a few kilobytes.
+const maxConfigBytes = 1 << 20
+
 // LoadConfig reads dir/config.json.
 func LoadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, "config.json")
-	data, err := os.ReadFile(path)
+	data, err := readlimit.ReadFile(path, "config.json", maxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("lfm2: %w", err)
 	}

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"gpulab/datasets"
+	"gpulab/engine/readlimit"
 )
 
 // BenchRecord is one run of `lab lfm2 bench` (Bench), as --json writes it
@@ -266,7 +266,7 @@ func (r *BenchRecord) Validate(logits []float32, path string, shape []int, tol f
 
 // ReadBenchRecord reads a BenchRecord from the JSON file at path.
 func ReadBenchRecord(path string) (*BenchRecord, error) {
-	data, err := os.ReadFile(path)
+	data, err := readlimit.ReadFile(path, "bench record", 16<<20)
 	if err != nil {
 		return nil, fmt.Errorf("lfm2: bench record: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"gpulab/engine/atomicfile"
+	"gpulab/engine/readlimit"
 	"maps"
 	"math"
 	"os"
@@ -331,10 +332,14 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 	return ck, nil
 }
 
+// maxIndexBytes bounds a model.safetensors.index.json: LFM2-8B-A1B's, which
+// names 2 296 tensors, is about 200 kB.
+const maxIndexBytes = 16 << 20
+
 // open finds ck's files, opens them and gathers their tensors.
 func (ck *Checkpoint) open() error {
 	const single, index = "model.safetensors", "model.safetensors.index.json"
-	raw, err := os.ReadFile(filepath.Join(ck.Dir, index))
+	raw, err := readlimit.ReadFile(filepath.Join(ck.Dir, index), index, maxIndexBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		if _, err := os.Stat(filepath.Join(ck.Dir, single)); errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("no %s or %s", single, index)

@@ -30,7 +30,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"gpulab/engine/readlimit"
 	"strings"
 	"unicode/utf8"
 
@@ -130,9 +130,13 @@ type modelJSON struct {
 	Merges                  []json.RawMessage `json:"merges"`
 }
 
+// maxFileBytes bounds a tokenizer.json: the largest vocabularies in use
+// (a quarter of a million tokens and their merges) take some tens of MB.
+const maxFileBytes = 256 << 20
+
 // Load reads a tokenizer.json.
 func Load(path string) (*Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := readlimit.ReadFile(path, "tokenizer.json", maxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}

@@ -3,6 +3,7 @@ package jupyter
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,6 +90,39 @@ func TestOutputs(t *testing.T) {
 	}
 	if err := newOutputs().add("stream", json.RawMessage(`{"name":`)); err == nil || !strings.Contains(err.Error(), "stream message content is not JSON") {
 		t.Errorf("bad content: %v", err)
+	}
+}
+
+// TestOutputsBounded: a cell that prints without end keeps the first
+// maxCellOutput bytes of messages, in one stream output built without
+// copying it again for each message, and a last output says how many bytes
+// were dropped; the next cell starts afresh.
+func TestOutputsBounded(t *testing.T) {
+	line := strings.Repeat("x", 1000) + "\n"
+	raw := json.RawMessage(`{"name":"stdout","text":"` + strings.ReplaceAll(line, "\n", `\n`) + `"}`)
+	o := newOutputs()
+	o.start()
+	n := 2 * maxCellOutput / len(raw)
+	for range n {
+		if err := o.add("stream", raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := o.list()
+	kept := maxCellOutput / len(raw)
+	if len(l) != 2 || len(l[0].(map[string]any)["text"].(string)) != kept*len(line) {
+		t.Fatalf("%d outputs, want the stream of %d lines and the note", len(l), kept)
+	}
+	note := fmt.Sprintf("[lab nbrun kept the first 64 MiB of this cell's output and dropped the %d bytes after]\n", (n-kept)*len(raw))
+	if got := l[1].(map[string]any)["text"]; got != note {
+		t.Errorf("note %q, want %q", got, note)
+	}
+	o.start()
+	if err := o.add("stream", raw); err != nil {
+		t.Fatal(err)
+	}
+	if l := o.list(); len(l) != 1 || l[0].(map[string]any)["text"] != line {
+		t.Errorf("the next cell: %v", l)
 	}
 }
 

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 
 	"gpulab/engine/atomicfile"
+	"gpulab/engine/readlimit"
 )
 
 // Notebook is an nbformat 4 notebook. It is kept as decoded JSON, so that
@@ -22,9 +22,13 @@ type Notebook struct {
 	cells []map[string]any
 }
 
+// maxNotebookBytes bounds a notebook that ReadNotebook reads: an executed
+// lesson with its interactive charts is a few MB.
+const maxNotebookBytes = 256 << 20
+
 // ReadNotebook reads an .ipynb file, as ParseNotebook does.
 func ReadNotebook(path string) (*Notebook, error) {
-	data, err := os.ReadFile(path)
+	data, err := readlimit.ReadFile(path, "notebook", maxNotebookBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -204,22 +208,40 @@ func Source(v any) string {
 // outputs, the way nbclient does: consecutive stream messages of one name
 // are merged, update_display_data replaces every output shown with its
 // display_id (in any cell), and clear_output empties the cell (at the next
-// output, with wait).
+// output, with wait). A cell keeps at most maxCellOutput bytes of output
+// messages: a cell that prints without end (for { fmt.Println() }) would
+// otherwise fill the memory before its time limit; what comes after is
+// counted, and a last stream output says how much was dropped.
 type outputs struct {
 	cell         []map[string]any            // the outputs of the cell being executed
+	tail         *strings.Builder            // the text of cell's last output while it is a stream that may grow
+	kept         int                         // bytes of the messages kept for the cell
+	dropped      int                         // bytes of the messages dropped for the cell, past maxCellOutput
 	displays     map[string][]map[string]any // display_id -> outputs showing it
 	clearPending bool
 }
+
+// maxCellOutput bounds the bytes of output messages that a cell keeps: a
+// lesson's cell with interactive charts takes a few MB.
+const maxCellOutput = 64 << 20
 
 func newOutputs() *outputs { return &outputs{displays: map[string][]map[string]any{}} }
 
 // start begins a new cell, whose outputs come after the given ones.
 func (o *outputs) start(first ...map[string]any) {
-	o.cell, o.clearPending = first, false
+	o.cell, o.tail, o.kept, o.dropped, o.clearPending = first, nil, 0, 0, false
 }
 
 // add handles one iopub message of the cell being executed.
 func (o *outputs) add(msgType string, raw json.RawMessage) error {
+	switch msgType {
+	case "stream", "display_data", "execute_result", "update_display_data", "error":
+		if o.kept+len(raw) > maxCellOutput {
+			o.dropped += len(raw)
+			return nil
+		}
+		o.kept += len(raw)
+	}
 	var c map[string]any
 	if err := decodeJSON(raw, &c); err != nil {
 		return fmt.Errorf("%s message content is not JSON: %w", msgType, err)
@@ -229,13 +251,18 @@ func (o *outputs) add(msgType string, raw json.RawMessage) error {
 	case "stream":
 		text, _ := c["text"].(string)
 		if o.clearPending {
-			o.cell, o.clearPending = nil, false
+			o.clear()
 		}
-		if n := len(o.cell); n > 0 && o.cell[n-1]["output_type"] == "stream" && o.cell[n-1]["name"] == c["name"] {
-			o.cell[n-1]["text"] = o.cell[n-1]["text"].(string) + text
+		if n := len(o.cell); n > 0 && o.tail != nil && o.cell[n-1]["name"] == c["name"] {
+			o.tail.WriteString(text)
 			return nil
 		}
-		out = map[string]any{"output_type": "stream", "name": c["name"], "text": text}
+		o.flush()
+		out = map[string]any{"output_type": "stream", "name": c["name"], "text": ""}
+		o.cell = append(o.cell, out)
+		o.tail = &strings.Builder{}
+		o.tail.WriteString(text)
+		return nil
 	case "display_data", "execute_result":
 		out = map[string]any{"output_type": msgType, "data": c["data"], "metadata": orEmpty(c["metadata"])}
 		if msgType == "execute_result" {
@@ -255,21 +282,43 @@ func (o *outputs) add(msgType string, raw json.RawMessage) error {
 		if wait, _ := c["wait"].(bool); wait {
 			o.clearPending = true
 		} else {
-			o.cell = nil
+			o.clear()
 		}
 		return nil
 	default: // execute_input, comm_*, ...: not outputs
 		return nil
 	}
 	if o.clearPending {
-		o.cell, o.clearPending = nil, false
+		o.clear()
 	}
+	o.flush()
 	o.cell = append(o.cell, out)
 	return nil
 }
 
-// list is the cell's outputs as nbformat stores them.
+// clear empties the cell's outputs.
+func (o *outputs) clear() {
+	o.cell, o.tail, o.clearPending = nil, nil, false
+}
+
+// flush sets the text of the cell's last output, a stream, from tail, after
+// which no message merges into it.
+func (o *outputs) flush() {
+	if o.tail != nil {
+		o.cell[len(o.cell)-1]["text"] = o.tail.String()
+		o.tail = nil
+	}
+}
+
+// list is the cell's outputs as nbformat stores them, with a last stream
+// output that says how many bytes were dropped, if any were.
 func (o *outputs) list() []any {
+	o.flush()
+	if o.dropped > 0 {
+		o.cell = append(o.cell, map[string]any{"output_type": "stream", "name": "stderr",
+			"text": fmt.Sprintf("[lab nbrun kept the first %d MiB of this cell's output and dropped the %d bytes after]\n", maxCellOutput>>20, o.dropped)})
+		o.dropped = 0
+	}
 	l := make([]any, len(o.cell))
 	for i, out := range o.cell {
 		l[i] = out

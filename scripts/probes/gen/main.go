@@ -184,6 +184,11 @@ func fixtures() []fixture {
 		}},
 	)
 	fs = append(fs, fixture{"json/pairs-nested.json", text(strings.Repeat("[", 50_000) + strings.Repeat("]", 50_000))})
+	// Files read whole (records, notebooks, a course file), 64 GB over holes:
+	// a reader that sizes its buffer by the file's size runs out of memory.
+	for _, name := range []string{"json/records-sparse.json", "ipynb/sparse.ipynb", "json/course-sparse.json", "json/pairs-sparse.json"} {
+		fs = append(fs, fixture{name, func(p string) error { return writeSparse(p, []byte("["), 64<<30) }})
+	}
 	// Odd names: the same valid matrix under names with spaces, a newline,
 	// non-ASCII letters and a leading dash.
 	for _, name := range []string{"with space.mtx", "new\nline.mtx", "ünïcødé ✓.mtx", "-dash.mtx", "tab\tname.mtx"} {
@@ -289,6 +294,14 @@ func fixtures() []fixture {
 	}
 	fs = append(fs,
 		fixture{"models/tok-garbled", modelFile("tokenizer.json", func([]byte) ([]byte, int64) { return []byte(`{"model": {"vocab": {`), 0 })},
+		fixture{"models/cfg-sparse", modelFile("config.json", func(b []byte) ([]byte, int64) { return b, 64 << 30 })},
+		fixture{"models/tok-sparse", modelFile("tokenizer.json", func(b []byte) ([]byte, int64) { return b, 64 << 30 })},
+		fixture{"models/cfg-dev-zero", func(p string) error {
+			if err := linkModel(p, "model.safetensors", "tokenizer.json"); err != nil {
+				return err
+			}
+			return os.Symlink("/dev/zero", filepath.Join(p, "config.json"))
+		}},
 		fixture{"models/cfg-dir", func(p string) error {
 			if err := linkModel(p, "model.safetensors", "tokenizer.json"); err != nil {
 				return err
