@@ -113,8 +113,9 @@ func TestCatch(t *testing.T) {
 			waitFor(t, filepath.Join(dir, "ready"))
 			cmd.Process.Signal(tc.sigs[0])
 			if len(tc.sigs) > 1 {
-				waitFor(t, filepath.Join(dir, "order")) // the cleanups run
-				time.Sleep(500 * time.Millisecond)      // into the one that hangs
+				// The cleanups run, the last of them (1) hangs: noted, it
+				// sleeps a while, then blocks for good.
+				waitForText(t, filepath.Join(dir, "order"), tc.order)
 				cmd.Process.Signal(tc.sigs[1])
 			}
 			done := make(chan error, 1)
@@ -136,6 +137,19 @@ func TestCatch(t *testing.T) {
 				t.Errorf("the cleanups ran as %q (%v), want %q", order, err, tc.order)
 			}
 		})
+	}
+}
+
+// waitForText waits until the file at path holds text.
+func waitForText(t *testing.T, path, text string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(path); string(b) == text {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not hold %q", path, text)
+		}
 	}
 }
 

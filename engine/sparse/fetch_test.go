@@ -165,14 +165,14 @@ func TestFetchStalls(t *testing.T) {
 		stalls int32
 		want   string // "" = fetched
 	}{
-		{"no headers", -1, 1000, "no response headers within 200ms"},
-		{"stops mid-file", len(body) / 2, 1000, fmt.Sprintf("no data for 200ms after %d of %d bytes", len(body)/2, len(body))},
+		{"no headers", -1, 1000, "no response headers within 1s"},
+		{"stops mid-file", len(body) / 2, 1000, fmt.Sprintf("no data for 1s after %d of %d bytes", len(body)/2, len(body))},
 		{"stalls once", len(body) / 2, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cache := t.TempDir()
 			opt := FetchOptions{BaseURL: stallingServer(t, body, tc.cut, tc.stalls), CacheDir: cache,
-				Net: netx.Options{Header: 200 * time.Millisecond, Idle: 200 * time.Millisecond, Retries: 2, Backoff: 10 * time.Millisecond}}
+				Net: netx.Options{Header: time.Second, Idle: time.Second, Retries: 2, Backoff: 10 * time.Millisecond}}
 			done := make(chan error, 1)
 			go func() {
 				_, err := Fetch("HB/bcs", opt)
