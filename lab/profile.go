@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,8 +32,9 @@ import (
 // --profile-from-start off, profiles that launch and nothing else. The
 // raw report is kept (DIR/NAME.ncu-rep) for ncu-ui or ncu --import.
 
-// ncuSections are the report's sections.
-var ncuSections = []string{"SpeedOfLight", "Occupancy", "WarpStateStats"}
+// ncuSections are the report's sections: LaunchStats gives the grid's
+// waves ("Waves Per SM").
+var ncuSections = []string{"SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats"}
 
 // stallReasons are the warp states that WarpStateStats breaks stalls
 // into, with what each means for the code. A metric per reason,
@@ -68,8 +70,21 @@ func stallMetric(reason string) string {
 // a sector of their own.
 const sectorMetric = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct"
 
+// loadMetric counts the global load instructions executed: sectorMetric
+// says something only where it is above 0 (a kernel that loads through
+// TMA or only from shared memory has none, and ncu reports 0%).
+const loadMetric = "smsp__sass_inst_executed_op_global_ld.sum"
+
+// smActiveAvg and smActiveMax are the cycles the SMs had work, on average
+// and on the busiest SM: their ratio measures how evenly the grid kept the
+// SMs busy.
+const (
+	smActiveAvg = "sm__cycles_active.avg"
+	smActiveMax = "sm__cycles_active.max"
+)
+
 func ncuMetrics() []string {
-	out := []string{sectorMetric}
+	out := []string{sectorMetric, loadMetric, smActiveAvg, smActiveMax}
 	for _, s := range stallReasons {
 		out = append(out, stallMetric(s.reason))
 	}
@@ -380,7 +395,7 @@ func summarize(k ncuKernel) []string {
 		}
 		out = append(out, s)
 	case okSM && okMem:
-		out = append(out, fmt.Sprintf("SM throughput %.0f%% and memory throughput %.0f%% of peak: neither is near its roof, so the kernel is latency bound: too few warps in flight to hide what they wait on (below)", sm, mem))
+		out = append(out, fmt.Sprintf("SM throughput %.0f%% and memory throughput %.0f%% of peak: neither reaches 60%% of its roof, so the time goes to the warps' waits (what they stall on is below, where measured)", sm, mem))
 	}
 	if theo, ok := k.number("Theoretical Occupancy"); ok {
 		s := fmt.Sprintf("theoretical occupancy %.0f%%", theo)
@@ -389,23 +404,53 @@ func summarize(k ncuKernel) []string {
 		}
 		if got, ok := k.number("Achieved Occupancy"); ok {
 			s += fmt.Sprintf("; achieved %.0f%%", got)
-			if got < 0.8*theo {
-				s += ": well below, as a grid's last partial wave or uneven blocks leave SMs idle"
+			if theo > 0 && got < 0.8*theo {
+				s += fmt.Sprintf(", %.0f%% of the theoretical: %s", 100*got/theo, occupancyGap(k))
 			}
 		}
 		out = append(out, s)
 	}
+	pct, uncoalesced := k.number(sectorMetric)
+	if loads, ok := k.number(loadMetric); !ok || loads == 0 || pct >= 50 {
+		uncoalesced = false // no global loads, or their sectors well used: nothing to say
+	}
 	if reason, share, ok := topStall(k); ok {
 		s := fmt.Sprintf("%.0f%% of stall cycles: warps %s", 100*share, reason.means)
-		if pct, ok := k.number(sectorMetric); ok && reason.reason == "long_scoreboard" && pct < 50 {
+		if uncoalesced && reason.reason == "long_scoreboard" {
 			s += fmt.Sprintf("; loads are not coalesced: a warp uses %.0f%% of each 32-byte sector it loads (100%% when neighbouring threads read neighbouring words)", pct)
+			uncoalesced = false
 		}
 		out = append(out, s)
 	}
-	if pct, ok := k.number(sectorMetric); ok && pct < 50 && !strings.Contains(strings.Join(out, " "), "not coalesced") {
+	if uncoalesced {
 		out = append(out, fmt.Sprintf("global loads use %.0f%% of each 32-byte sector they fetch: they are not coalesced", pct))
 	}
 	return out
+}
+
+// occupancyGap says what the profile measured of why the achieved
+// occupancy is below the theoretical: the grid's waves (a last wave that
+// is partly empty leaves SMs idle at the end) and how evenly the SMs had
+// work (the average SM's active cycles against the busiest one's). Where
+// neither was measured, it says so.
+func occupancyGap(k ncuKernel) string {
+	var facts []string
+	if w, ok := k.number("Waves Per SM"); ok && w > 0 {
+		f := fmt.Sprintf("the grid is %.2f waves", w)
+		if last := w - math.Floor(w); last > 0 {
+			f += fmt.Sprintf(", its last one %.0f%% full", 100*last)
+		}
+		facts = append(facts, f)
+	}
+	avg, okAvg := k.number(smActiveAvg)
+	top, okMax := k.number(smActiveMax)
+	if okAvg && okMax && top > 0 {
+		facts = append(facts, fmt.Sprintf("the average SM was active %.0f%% of the busiest SM's cycles", 100*avg/top))
+	}
+	if len(facts) == 0 {
+		return "why is not measured here (Waves Per SM and sm__cycles_active.avg and .max would tell)"
+	}
+	return strings.Join(facts, "; ")
 }
 
 // occupancyLimiter names the resources with the fewest blocks per SM
