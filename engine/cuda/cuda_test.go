@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -177,6 +178,64 @@ func TestUnknownKernelAPIError(t *testing.T) {
 	}
 	if _, err := mod.Function("nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown kernel: %v", err)
+	}
+}
+
+// TestFastMathReachesSASS: a kernel built with --use_fast_math computes
+// what its __sinf and __expf twin computes, bit for bit, and not what the
+// precise build computes: the flag's approximations reach the code that
+// runs (NVRTC 13.0 left them out of its CUBIN; fastMathPtxas).
+func TestFastMathReachesSASS(t *testing.T) {
+	c := gpu(t)
+	const code = `
+#ifdef INTRINSIC
+#define SIN __sinf
+#define EXP __expf
+#else
+#define SIN sinf
+#define EXP expf
+#endif
+extern "C" __global__ void f(int n, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = EXP(0.1f * x[i]) * SIN(x[i]);
+}`
+	const n = 1 << 12
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = 30 * float32(i) / n // [0, 30): several periods, where __sinf's error shows
+	}
+	dx, err := Upload(c, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dx.Free()
+	run := func(opts ...string) []float32 {
+		t.Helper()
+		mod, err := c.Compile(Source{Name: "fastmath.cu", Code: code, Options: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn, _ := mod.Function("f")
+		dy, err := AllocSlice[float32](c, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dy.Free()
+		if err := fn.Launch(Grid1D(n, 256), n, dx, dy); err != nil {
+			t.Fatal(err)
+		}
+		y, err := Download[float32](dy, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return y
+	}
+	precise, fast, intrinsic := run(), run("--use_fast_math"), run("-DINTRINSIC")
+	if !slices.Equal(fast, intrinsic) {
+		t.Errorf("--use_fast_math computes other values than __sinf and __expf: the flag did not reach the SASS")
+	}
+	if slices.Equal(precise, intrinsic) {
+		t.Errorf("the precise build computes what __sinf and __expf do: the test cannot tell the builds apart")
 	}
 }
 
