@@ -26,8 +26,10 @@
 // guide bounds it for |t| <= pi only). If the flag maps the calls, fast flags
 // and intrinsics run the same instructions: about the same speed and the
 // same error. If the fast-flags build runs at the precise build's speed with
-// exactly its error, the precise instructions most likely still ran; only the
-// module's SASS (cuobjdump -sass: MUFU.SIN or not) would confirm which.
+// exactly its error, the precise instructions still ran: the module's SASS
+// (cuobjdump -sass: MUFU.SIN or not) says so. That happened under NVRTC
+// 13.0, whose CUBIN dropped the flag's approximations; engine/cuda's
+// fastMathPtxas works around it.
 // (The OpenCL twin explains PoCL's CPU device.)
 #ifndef ITERS
 #define ITERS 32
