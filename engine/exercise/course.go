@@ -51,6 +51,9 @@ type CourseExercise struct {
 	Solutions map[string]string `json:"solutions,omitempty"` // by language: a path, relative to the course file
 }
 
+// maxSolutionBytes bounds a solution that a course file names.
+const maxSolutionBytes = 1 << 20
+
 // maxCourseBytes bounds a course file: shapes, a seed and the paths of
 // solutions, a few kilobytes.
 const maxCourseBytes = 1 << 20
@@ -131,10 +134,10 @@ func readSolution(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !info.Mode().IsRegular() || info.Size() > 1<<20 {
+	if !info.Mode().IsRegular() || info.Size() > maxSolutionBytes {
 		return "", fmt.Errorf("%s is not a regular file of at most 1 MiB", path)
 	}
-	data, err := os.ReadFile(path)
+	data, err := readlimit.ReadFile(path, "solution", maxSolutionBytes) // it may have grown since
 	if err != nil {
 		return "", err
 	}
